@@ -1,0 +1,113 @@
+"""Settings: environment variables prefixed SPATIAL_MEMORY_, or a .env file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+
+
+def default_data_dir() -> Path:
+    # MCP clients start servers in unpredictable directories, so never default to the cwd.
+    import platformdirs
+
+    return platformdirs.user_data_path("spatial-memory-mcp", appauthor=False)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="SPATIAL_MEMORY_",
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+        validate_by_name=True,
+        validate_default=True,
+    )
+
+    path: Path = Field(
+        default_factory=default_data_dir,
+        validation_alias=AliasChoices("SPATIAL_MEMORY_PATH", "SPATIAL_MEMORY_MEMORY_PATH", "path"),
+        description="Storage directory (LanceDB data, model cache, exports).",
+    )
+    embedding_model: str = Field(
+        DEFAULT_MODEL,
+        description="all-MiniLM-L6-v2 (bundled), any sentence-transformers name or local path, or openai:<model>.",
+    )
+    embedding_backend: Literal["auto", "onnx", "sentence-transformers"] = Field(
+        "auto", description="auto = onnxruntime for the bundled model, sentence-transformers otherwise."
+    )
+    embedding_batch_size: int = Field(8, ge=1, le=256, description="Texts per model call.")
+    embedding_threads: int = Field(0, ge=0, le=64, description="Threads for onnxruntime (0 = all cores).")
+    openai_api_key: SecretStr | None = Field(None, description="Key for openai:<model> embeddings.")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    preload: bool = Field(True, description="Load the store and model in the background right after start-up.")
+
+    max_content_length: int = Field(100_000, ge=1)
+    max_batch_size: int = Field(1_000, ge=1)
+    max_tags: int = Field(50, ge=0)
+    max_tag_length: int = Field(100, ge=1)
+    max_metadata_bytes: int = Field(65_536, ge=2)
+    max_namespace_length: int = Field(128, ge=1)
+
+    compact_fragment_threshold: int = Field(
+        24, ge=2, description="Compact the table once it has more fragments than this."
+    )
+    version_retention_seconds: int = Field(
+        60, ge=0, description="Old table versions older than this are removed during compaction."
+    )
+    access_flush_seconds: float = Field(2.0, ge=0.0, description="How often recorded recall accesses are written.")
+
+    export_dirs: list[Path] = Field(
+        default_factory=list, description="Directories export_memories may write to (default: <path>/exports)."
+    )
+    import_dirs: list[Path] = Field(
+        default_factory=list, description="Directories import_memories may read from (default: <path>/exports)."
+    )
+    max_import_file_mb: float = Field(100.0, gt=0)
+    max_import_records: int = Field(100_000, ge=1)
+
+    @field_validator("path", mode="after")
+    @classmethod
+    def _absolute(cls, value: Path) -> Path:
+        return value.expanduser().resolve()
+
+    @field_validator("embedding_model")
+    @classmethod
+    def _model_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value.strip()
+
+    @property
+    def db_path(self) -> Path:
+        return self.path / "lancedb"
+
+    @property
+    def model_cache_dir(self) -> Path:
+        return self.path / "models"
+
+    @property
+    def allowed_export_dirs(self) -> list[Path]:
+        return [d.expanduser().resolve() for d in self.export_dirs] or [self.path / "exports"]
+
+    @property
+    def allowed_import_dirs(self) -> list[Path]:
+        return [d.expanduser().resolve() for d in self.import_dirs] or [self.path / "exports"]
+
+
+def describe_settings_error(exc: Exception) -> str:
+    """One line naming the bad setting(s), for stderr at start-up."""
+    from pydantic import ValidationError
+
+    if isinstance(exc, ValidationError):
+        parts = []
+        for err in exc.errors():
+            name = str(err["loc"][0]) if err["loc"] else "?"
+            env = name if name.startswith("SPATIAL_MEMORY_") else f"SPATIAL_MEMORY_{name.upper()}"
+            parts.append(f"{env}: {err['msg']}")
+        return "invalid setting " + "; ".join(parts)
+    return f"invalid settings: {exc}"

@@ -1,0 +1,181 @@
+"""EmbeddingRouter: one object the services call, whatever the model behind it.
+
+- the bundled all-MiniLM-L6-v2: onnxruntime over a graph built from the packaged
+  weights (fast start, no torch), or sentence-transformers when asked;
+- any other sentence-transformers model name or local path;
+- `openai:<model>` through the optional `openai` package.
+
+Loading is lazy and thread-safe; all methods block and belong in worker threads.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ConfigurationError, EmbeddingError
+
+log = logging.getLogger(__name__)
+
+BUNDLED_MODEL = "all-MiniLM-L6-v2"
+BUNDLED_ALIASES = {BUNDLED_MODEL.lower(), f"sentence-transformers/{BUNDLED_MODEL}".lower()}
+BUNDLED_DIMENSION = 384
+OPENAI_DIMENSIONS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, "text-embedding-ada-002": 1536}
+
+
+def canonical_model_id(name: str) -> str:
+    """The id recorded in the store: aliases of the bundled model collapse to one name."""
+    return BUNDLED_MODEL if name.strip().lower() in BUNDLED_ALIASES else name.strip()
+
+
+Encode = Callable[[list[str]], np.ndarray]
+
+
+class EmbeddingRouter:
+    def __init__(
+        self,
+        model: str = BUNDLED_MODEL,
+        *,
+        backend: str = "auto",
+        cache_dir: Path | None = None,
+        batch_size: int = 8,
+        threads: int = 0,
+        openai_api_key: str | None = None,
+    ) -> None:
+        self.model_id = canonical_model_id(model)
+        self.backend = backend
+        self._cache_dir = cache_dir or Path.home() / ".cache" / "spatial-memory-mcp"
+        self._batch_size = batch_size
+        self._threads = threads
+        self._openai_api_key = openai_api_key
+        self._encode: Encode | None = None
+        self._dimension: int | None = self.dimension_hint()
+        self._lock = threading.Lock()
+        self.backend_name = ""
+
+    @property
+    def is_bundled(self) -> bool:
+        return self.model_id == BUNDLED_MODEL
+
+    @property
+    def loaded(self) -> bool:
+        return self._encode is not None
+
+    def dimension_hint(self) -> int | None:
+        """The dimension when it is known without loading the model."""
+        if self.is_bundled:
+            return BUNDLED_DIMENSION
+        if self.model_id.startswith("openai:"):
+            return OPENAI_DIMENSIONS.get(self.model_id.split(":", 1)[1])
+        return None
+
+    @property
+    def dimension(self) -> int:
+        if self._dimension is None:
+            self.load()
+        assert self._dimension is not None
+        return self._dimension
+
+    def load(self) -> None:
+        with self._lock:
+            if self._encode is not None:
+                return
+            try:
+                self._encode, dimension = self._load_backend()
+            except (ConfigurationError, EmbeddingError):
+                raise
+            except Exception as exc:
+                raise EmbeddingError(f"cannot load embedding model '{self.model_id}': {exc}") from exc
+            if self._dimension is not None and dimension != self._dimension:
+                raise ConfigurationError(
+                    f"model '{self.model_id}' produces {dimension} dimensions, expected {self._dimension}"
+                )
+            self._dimension = dimension
+
+    def _load_backend(self) -> tuple[Encode, int]:
+        if self.model_id.startswith("openai:"):
+            return self._load_openai(self.model_id.split(":", 1)[1])
+        if self.is_bundled and self.backend in ("auto", "onnx"):
+            from .onnx_encoder import OnnxSentenceEncoder, bundled_model_dir
+
+            encoder = OnnxSentenceEncoder(
+                bundled_model_dir(), self._cache_dir, threads=self._threads, batch_size=self._batch_size
+            )
+            self.backend_name = "onnxruntime"
+            return encoder.encode, encoder.dimension
+        if self.backend == "onnx":
+            raise ConfigurationError("the onnx backend serves only the bundled all-MiniLM-L6-v2 model")
+        return self._load_sentence_transformers()
+
+    def _load_sentence_transformers(self) -> tuple[Encode, int]:
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise ConfigurationError(
+                "sentence-transformers is not installed; install it to use the model "
+                f"'{self.model_id}', or use the bundled {BUNDLED_MODEL}"
+            ) from exc
+        if self.is_bundled:
+            from .onnx_encoder import bundled_model_dir
+
+            source = str(bundled_model_dir())
+        else:
+            source = self.model_id
+        model = SentenceTransformer(source, device="cpu")
+        batch_size = self._batch_size
+
+        def encode(texts: list[str]) -> np.ndarray:
+            vectors = model.encode(texts, batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False)
+            return np.asarray(vectors, dtype=np.float32)
+
+        self.backend_name = "sentence-transformers"
+        dim = model.get_embedding_dimension() if hasattr(model, "get_embedding_dimension") else None
+        dim = dim or model.get_sentence_embedding_dimension()
+        return encode, int(dim)
+
+    def _load_openai(self, name: str) -> tuple[Encode, int]:
+        try:
+            import openai
+        except ImportError as exc:
+            raise ConfigurationError(
+                "OpenAI embeddings need the optional extra: pip install 'spatial-memory-mcp[openai]'"
+            ) from exc
+        key = self._openai_api_key or os.environ.get("OPENAI_API_KEY")
+        if not key:
+            raise ConfigurationError(
+                f"model 'openai:{name}' needs an API key: set SPATIAL_MEMORY_OPENAI_API_KEY or OPENAI_API_KEY"
+            )
+        client = openai.OpenAI(api_key=key)
+
+        def encode(texts: list[str]) -> np.ndarray:
+            response = client.embeddings.create(model=name, input=texts)
+            vectors = np.array([item.embedding for item in response.data], dtype=np.float32)
+            return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+
+        self.backend_name = "openai"
+        dimension = self.dimension_hint() or int(encode(["dimension probe"]).shape[1])
+        return encode, dimension
+
+    def _run(self, texts: list[str]) -> np.ndarray:
+        self.load()
+        assert self._encode is not None
+        try:
+            vectors = self._encode(texts)
+        except (ConfigurationError, EmbeddingError):
+            raise
+        except Exception as exc:
+            raise EmbeddingError(f"embedding failed: {exc}") from exc
+        if vectors.shape != (len(texts), self.dimension) or not np.isfinite(vectors).all():
+            raise EmbeddingError("the embedding model returned malformed vectors")
+        return vectors
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        return self._run(list(texts))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._run([text])[0]

@@ -1,0 +1,103 @@
+"""The one error hierarchy. Services raise these; the tool layer turns them into isError results."""
+
+from __future__ import annotations
+
+
+class SpatialMemoryError(Exception):
+    """Base class. The class name is the `error` type clients see."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    @property
+    def error_type(self) -> str:
+        return type(self).__name__
+
+
+class ValidationError(SpatialMemoryError):
+    """Invalid input parameters."""
+
+
+class ConfigurationError(SpatialMemoryError):
+    """Invalid configuration or a store/model mismatch."""
+
+
+class MemoryNotFoundError(SpatialMemoryError):
+    """A memory id does not exist."""
+
+
+class NamespaceNotFoundError(SpatialMemoryError):
+    """A namespace does not exist."""
+
+
+class NamespaceOperationError(SpatialMemoryError):
+    """A namespace rename or delete failed."""
+
+
+class StorageError(SpatialMemoryError):
+    """A database operation failed."""
+
+
+class EmbeddingError(SpatialMemoryError):
+    """Embedding generation failed."""
+
+
+class ClusteringError(SpatialMemoryError):
+    """Clustering failed."""
+
+
+class VisualizationError(SpatialMemoryError):
+    """Visualization failed."""
+
+
+class InsufficientMemoriesError(SpatialMemoryError):
+    """Not enough memories for the operation."""
+
+
+class JourneyError(SpatialMemoryError):
+    """A journey path cannot be computed."""
+
+
+class WanderError(SpatialMemoryError):
+    """A wander cannot continue."""
+
+
+class DecayError(SpatialMemoryError):
+    """Decay failed."""
+
+
+class ReinforcementError(SpatialMemoryError):
+    """Reinforcement failed."""
+
+
+class ExtractionError(SpatialMemoryError):
+    """Extraction failed."""
+
+
+class ConsolidationError(SpatialMemoryError):
+    """Consolidation failed."""
+
+
+class ExportError(SpatialMemoryError):
+    """Export failed."""
+
+
+class MemoryImportError(SpatialMemoryError):
+    """Import failed."""
+
+
+class PathSecurityError(SpatialMemoryError):
+    """A file path violates the security constraints."""
+
+
+class FileSizeLimitError(SpatialMemoryError):
+    """A file exceeds the size limit."""
+
+
+class ImportRecordLimitError(SpatialMemoryError):
+    """An import file has too many records."""
+
+
+class DimensionMismatchError(SpatialMemoryError):
+    """Vector dimensions do not match the store."""

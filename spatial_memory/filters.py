@@ -1,0 +1,220 @@
+"""Build LanceDB `where` clauses from typed values only.
+
+No user string is ever pasted into SQL: columns come from an allow-list, operators
+from an enum, and every value is rendered as an escaped literal of the column's type.
+Conditions on metadata keys cannot be expressed on the JSON string column, so they
+are returned separately and checked in Python (`metadata_matches`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from .errors import ValidationError
+
+OPERATORS = ("eq", "ne", "gt", "gte", "lt", "lte", "in", "nin", "contains")
+_SQL_OPS = {"eq": "=", "ne": "!=", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
+
+# column -> kind
+COLUMNS: dict[str, str] = {
+    "id": "string",
+    "namespace": "string",
+    "source": "string",
+    "content": "string",
+    "tags": "tags",
+    "importance": "number",
+    "access_count": "number",
+    "created_at": "timestamp",
+    "updated_at": "timestamp",
+    "last_accessed": "timestamp",
+}
+MAX_LIST_VALUES = 1_000
+
+
+def quote(value: str) -> str:
+    """A SQL string literal: single quotes doubled, NUL refused."""
+    if not isinstance(value, str):
+        raise ValidationError(f"expected a string, got {type(value).__name__}")
+    if "\x00" in value:
+        raise ValidationError("strings in filters must not contain NUL characters")
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _number(value: Any, column: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValidationError(f"filter on '{column}' needs a number, got {value!r:.60}")
+    if not math.isfinite(value):
+        raise ValidationError(f"filter on '{column}' needs a finite number")
+    return repr(float(value)) if isinstance(value, float) else str(int(value))
+
+
+def _timestamp(value: Any, column: str) -> str:
+    if isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise ValidationError(f"filter on '{column}' needs an ISO 8601 timestamp, got {value!r:.60}") from None
+    else:
+        raise ValidationError(f"filter on '{column}' needs an ISO 8601 timestamp string")
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    moment = moment.astimezone(timezone.utc).replace(tzinfo=None)
+    return f"CAST('{moment.isoformat(sep=' ', timespec='microseconds')}' AS TIMESTAMP)"
+
+
+def _literal(kind: str, value: Any, column: str) -> str:
+    if kind == "number":
+        return _number(value, column)
+    if kind == "timestamp":
+        return _timestamp(value, column)
+    if not isinstance(value, str):
+        raise ValidationError(f"filter on '{column}' needs a string, got {type(value).__name__}")
+    return quote(value)
+
+
+def _as_list(value: Any, column: str, op: str) -> list[Any]:
+    if not isinstance(value, (list, tuple)) or not value:
+        raise ValidationError(f"operator '{op}' on '{column}' needs a non-empty list")
+    if len(value) > MAX_LIST_VALUES:
+        raise ValidationError(f"operator '{op}' takes at most {MAX_LIST_VALUES} values")
+    return list(value)
+
+
+def _condition(column: str, op: str, value: Any) -> str:
+    kind = COLUMNS[column]
+    if kind == "tags":
+        if op in ("contains", "eq"):
+            return f"array_contains(tags, {quote_str(value, column)})"
+        if op == "in":
+            return f"array_has_any(tags, [{', '.join(quote_str(v, column) for v in _as_list(value, column, op))}])"
+        if op in ("nin", "ne"):
+            values = _as_list(value, column, op) if op == "nin" else [value]
+            return f"NOT array_has_any(tags, [{', '.join(quote_str(v, column) for v in values)}])"
+        raise ValidationError(f"operator '{op}' is not supported on tags (use contains, in, nin, eq, ne)")
+    if op in _SQL_OPS:
+        return f"{column} {_SQL_OPS[op]} {_literal(kind, value, column)}"
+    if op in ("in", "nin"):
+        values = ", ".join(_literal(kind, v, column) for v in _as_list(value, column, op))
+        return f"{column} {'IN' if op == 'in' else 'NOT IN'} ({values})"
+    if op == "contains":
+        if kind != "string":
+            raise ValidationError(f"operator 'contains' needs a text column, not '{column}'")
+        escaped = quote_str(value, column)[1:-1]
+        escaped = escaped.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        return f"{column} LIKE '%{escaped}%' ESCAPE '\\'"
+    raise ValidationError(f"unknown operator '{op}'")
+
+
+def quote_str(value: Any, column: str) -> str:
+    if not isinstance(value, str):
+        raise ValidationError(f"filter on '{column}' needs a string, got {type(value).__name__}")
+    return quote(value)
+
+
+@dataclass
+class MetadataCondition:
+    key: str
+    op: str
+    value: Any
+
+
+@dataclass
+class Filter:
+    """A where clause for LanceDB plus conditions checked in Python on metadata."""
+
+    sql: str | None = None
+    metadata: list[MetadataCondition] = field(default_factory=list)
+
+
+def build_filter(
+    *,
+    namespace: str | None = None,
+    tags: Iterable[str] | None = None,
+    filters: Mapping[str, Any] | None = None,
+    ids: Iterable[str] | None = None,
+) -> Filter:
+    """Combine typed conditions with AND.
+
+    `filters` maps a column (or `metadata.<key>`) to a value (equality) or to
+    `{operator: value}`; operators are eq, ne, gt, gte, lt, lte, in, nin, contains.
+    `tags` matches memories carrying any of the tags.
+    """
+    clauses: list[str] = []
+    meta: list[MetadataCondition] = []
+    if namespace is not None:
+        clauses.append(f"namespace = {quote(namespace)}")
+    tag_list = list(tags or [])
+    if tag_list:
+        clauses.append(_condition("tags", "in", tag_list))
+    if ids is not None:
+        id_list = list(ids)
+        clauses.append(f"id IN ({', '.join(quote(i) for i in id_list)})" if id_list else "false")
+    for column, spec in (filters or {}).items():
+        conditions = spec.items() if isinstance(spec, Mapping) else [("eq", spec)]
+        for op, value in conditions:
+            if op not in OPERATORS:
+                raise ValidationError(f"unknown filter operator '{op}'; use one of {', '.join(OPERATORS)}")
+            if column.startswith("metadata."):
+                key = column[len("metadata."):]
+                if not key:
+                    raise ValidationError("metadata filters need a key: 'metadata.<key>'")
+                meta.append(MetadataCondition(key, op, value))
+            elif column in COLUMNS:
+                clauses.append(_condition(column, op, value))
+            else:
+                raise ValidationError(
+                    f"cannot filter on '{column}'; allowed: {', '.join(sorted(COLUMNS))} or metadata.<key>"
+                )
+    return Filter(" AND ".join(f"({c})" for c in clauses) or None, meta)
+
+
+def _compare(actual: Any, op: str, expected: Any) -> bool:
+    try:
+        if op == "eq":
+            return actual == expected
+        if op == "ne":
+            return actual != expected
+        if op == "in":
+            return isinstance(expected, list) and actual in expected
+        if op == "nin":
+            return isinstance(expected, list) and actual not in expected
+        if op == "contains":
+            if isinstance(actual, str) and isinstance(expected, str):
+                return expected in actual
+            return isinstance(actual, list) and expected in actual
+        if actual is None or isinstance(actual, bool) != isinstance(expected, bool):
+            return False
+        if op == "gt":
+            return actual > expected
+        if op == "gte":
+            return actual >= expected
+        if op == "lt":
+            return actual < expected
+        if op == "lte":
+            return actual <= expected
+    except TypeError:
+        return False
+    return False
+
+
+_MISSING = object()
+
+
+def metadata_matches(metadata: Mapping[str, Any], conditions: list[MetadataCondition]) -> bool:
+    for cond in conditions:
+        value: Any = metadata
+        for part in cond.key.split("."):
+            value = value.get(part, _MISSING) if isinstance(value, Mapping) else _MISSING
+        if value is _MISSING:
+            if cond.op in ("ne", "nin"):
+                continue
+            return False
+        if not _compare(value, cond.op, cond.value):
+            return False
+    return True

@@ -1,0 +1,146 @@
+"""Shared state wired once per server: settings, embedder, store, background upkeep.
+
+The store and the model open lazily (first use, or the background warm-up started
+after the handshake), so `initialize` and `tools/list` never wait for LanceDB, torch
+or the model.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+import numpy as np
+
+from .config import Settings
+from .errors import StorageError
+
+log = logging.getLogger(__name__)
+
+
+class Embedder(Protocol):
+    model_id: str
+
+    @property
+    def dimension(self) -> int: ...
+
+    @property
+    def loaded(self) -> bool: ...
+
+    def load(self) -> None: ...
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray: ...
+
+    def embed_query(self, text: str) -> np.ndarray: ...
+
+
+class Resources:
+    def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
+        self.settings = settings
+        if embedder is None:
+            from .embeddings import EmbeddingRouter
+
+            embedder = EmbeddingRouter(
+                settings.embedding_model,
+                backend=settings.embedding_backend,
+                cache_dir=settings.model_cache_dir,
+                batch_size=settings.embedding_batch_size,
+                threads=settings.embedding_threads,
+                openai_api_key=settings.openai_api_key.get_secret_value() if settings.openai_api_key else None,
+            )
+        self.embedder = embedder
+        self._store: Any = None
+        self._store_lock = threading.Lock()
+        self.upkeep = Upkeep(self)
+
+    def store(self):
+        """The MemoryStore, opened on first use (blocking; call from a worker thread)."""
+        if self._store is None:
+            with self._store_lock:
+                if self._store is None:
+                    from .store import MemoryStore
+
+                    self._store = MemoryStore(
+                        self.settings.db_path,
+                        self.embedder.model_id,
+                        self.embedder.dimension,
+                        compact_fragment_threshold=self.settings.compact_fragment_threshold,
+                        version_retention_seconds=self.settings.version_retention_seconds,
+                    )
+        return self._store
+
+    @property
+    def store_is_open(self) -> bool:
+        return self._store is not None
+
+    def warm_up(self) -> None:
+        """Open the store and load the model; failures are reported when a tool needs them."""
+        for step in (self.store, self.embedder.load):
+            try:
+                step()
+            except Exception as exc:  # noqa: BLE001 - surfaced again, typed, on first use
+                log.warning("background warm-up: %s", exc)
+
+
+class Upkeep:
+    """A background thread that writes recorded recall accesses and compacts the table.
+
+    Recall stays fast because access bookkeeping is batched here instead of costing a
+    commit per query; compaction keeps fragment counts (and so search latency) low.
+    """
+
+    def __init__(self, resources: Resources) -> None:
+        self._resources = resources
+        self._pending: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def record_access(self, ids: Iterable[str]) -> None:
+        with self._lock:
+            self._pending.update(ids)
+
+    def poke(self) -> None:
+        self._wake.set()
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="spatial-memory-upkeep", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+            self._thread = None
+        self.run_once(compact=False)
+
+    def _loop(self) -> None:
+        interval = max(self._resources.settings.access_flush_seconds, 0.05)
+        while not self._stopping.is_set():
+            self._wake.wait(timeout=interval)
+            self._wake.clear()
+            if self._stopping.is_set():
+                break
+            self.run_once()
+
+    def run_once(self, *, compact: bool = True) -> None:
+        if not self._resources.store_is_open:
+            return
+        store = self._resources.store()
+        with self._lock:
+            pending, self._pending = self._pending, Counter()
+        try:
+            if pending:
+                store.record_access(dict(pending))
+            if compact and store.needs_compaction():
+                store.compact()
+        except StorageError as exc:
+            log.warning("upkeep: %s", exc)
+        except Exception:  # noqa: BLE001 - the upkeep thread must survive anything
+            log.exception("upkeep failed")

@@ -1,0 +1,231 @@
+"""The MCP server: registers the tools and routes each to one service method.
+
+Tools are thin typed functions; every constraint lives in the signature so the JSON
+schema is generated. Heavy modules (LanceDB, onnxruntime, numpy-heavy services) are
+imported lazily so `initialize` and `tools/list` are answered at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import anyio
+from mcp.server.mcpserver import Context
+from mcp.types import CallToolResult
+from pydantic import BaseModel, Field
+
+from . import __version__
+from .config import Settings
+from .results import (
+    DeleteNamespaceResult,
+    ForgetResult,
+    NamespacesResult,
+    NearbyResult,
+    RecallResult,
+    RememberBatchResult,
+    RememberResult,
+    RenameNamespaceResult,
+    StatsResult,
+)
+from .runtime import Embedder, Resources
+from .toolkit import ADDITIVE, CHANGING, DESTRUCTIVE, READ_ONLY, SpatialMemoryMCPServer, call
+
+log = logging.getLogger(__name__)
+
+INSTRUCTIONS = """Persistent memory as a semantic space. Store facts, decisions and context with
+`remember`; find them with `recall` (by meaning) or `hybrid_recall` (meaning + keywords). Explore
+with `nearby`, `journey`, `wander`, `regions` and `visualize`. Keep memory healthy with `decay`,
+`reinforce`, `consolidate` and `extract`. Namespaces separate projects."""
+
+
+@dataclass
+class App:
+    """Everything a tool needs, wired once per server in the lifespan."""
+
+    resources: Resources
+
+    def __post_init__(self) -> None:
+        from .services.memory import MemoryService
+
+        self.memory = MemoryService(self.resources)
+
+
+# ---- argument types ---------------------------------------------------------------------
+
+MemoryId = Annotated[str, Field(min_length=1, max_length=64, description="Memory UUID.")]
+Namespace = Annotated[str, Field(min_length=1, max_length=256, description="Namespace name.")]
+NamespaceFilter = Annotated[str | None, Field(max_length=256, description="Only memories in this namespace.")]
+Content = Annotated[
+    str, Field(min_length=1, max_length=100_000, description="The text to remember (at most 100,000 characters).")
+]
+Tags = Annotated[list[Annotated[str, Field(max_length=1000)]] | None, Field(max_length=100, description="Tags.")]
+Importance = Annotated[float, Field(ge=0.0, le=1.0, description="Importance from 0.0 to 1.0.")]
+Metadata = Annotated[dict[str, Any] | None, Field(description="Arbitrary JSON metadata.")]
+Limit = Annotated[int, Field(ge=1, le=100, description="Maximum number of results (1-100).")]
+MinSimilarity = Annotated[float, Field(ge=0.0, le=1.0, description="Minimum cosine similarity (0.0-1.0).")]
+Filters = Annotated[
+    dict[str, Any] | None,
+    Field(
+        description=(
+            "Conditions combined with AND: {column: value} for equality or {column: {op: value}} with op in "
+            "eq, ne, gt, gte, lt, lte, in, nin, contains. Columns: namespace, tags, importance, source, "
+            "created_at, updated_at, last_accessed, access_count, or metadata.<key>."
+        )
+    ),
+]
+
+
+class MemoryInput(BaseModel):
+    content: Content
+    namespace: Namespace = "default"
+    tags: Tags = None
+    importance: Importance = 0.5
+    metadata: Metadata = None
+
+
+def _new(item: MemoryInput):
+    from .services.memory import NewMemory
+
+    return NewMemory(
+        content=item.content,
+        namespace=item.namespace,
+        tags=list(item.tags or []),
+        importance=item.importance,
+        metadata=dict(item.metadata or {}),
+    )
+
+
+def create_server(settings: Settings, *, embedder: Embedder | None = None) -> SpatialMemoryMCPServer:
+    @asynccontextmanager
+    async def lifespan(_server) -> AsyncIterator[App]:
+        resources = Resources(settings, embedder)
+        app = App(resources)
+        resources.upkeep.start()
+        if settings.preload:
+            threading.Thread(target=resources.warm_up, name="spatial-memory-warm-up", daemon=True).start()
+        try:
+            yield app
+        finally:
+            await anyio.to_thread.run_sync(resources.upkeep.stop)
+
+    server = SpatialMemoryMCPServer(
+        "spatial-memory",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        lifespan=lifespan,
+        log_level=settings.log_level,
+    )
+    tool = server.tool
+
+    # ---- core ---------------------------------------------------------------------------
+
+    @tool(annotations=ADDITIVE)
+    async def remember(
+        content: Content,
+        ctx: Context,
+        namespace: Namespace = "default",
+        tags: Tags = None,
+        importance: Importance = 0.5,
+        metadata: Metadata = None,
+    ) -> Annotated[CallToolResult, RememberResult]:
+        """Store a new memory. Returns its id. Use namespaces to separate projects and tags to categorize."""
+        item = MemoryInput(content=content, namespace=namespace, tags=tags, importance=importance, metadata=metadata)
+        return await call(ctx, lambda app: app.memory.remember(_new(item)))
+
+    @tool(annotations=ADDITIVE)
+    async def remember_batch(
+        memories: Annotated[list[MemoryInput], Field(min_length=1, description="Memories to store.")],
+        ctx: Context,
+    ) -> Annotated[CallToolResult, RememberBatchResult]:
+        """Store many memories in one call, all or nothing: if any item is invalid, nothing is stored."""
+        return await call(ctx, lambda app: app.memory.remember_batch([_new(m) for m in memories]))
+
+    @tool(annotations=READ_ONLY)
+    async def recall(
+        query: Annotated[str, Field(min_length=1, max_length=10_000, description="What to search for.")],
+        ctx: Context,
+        limit: Limit = 5,
+        namespace: NamespaceFilter = None,
+        min_similarity: MinSimilarity = 0.0,
+        tags: Annotated[list[str] | None, Field(max_length=100, description="Only memories with any of these tags.")] = None,
+        filters: Filters = None,
+    ) -> Annotated[CallToolResult, RecallResult]:
+        """Find the memories most similar in meaning to the query, best first."""
+        return await call(
+            ctx,
+            lambda app: app.memory.recall(
+                query, limit=limit, namespace=namespace, tags=tags, filters=filters, min_similarity=min_similarity
+            ),
+        )
+
+    @tool(annotations=READ_ONLY)
+    async def nearby(
+        memory_id: MemoryId,
+        ctx: Context,
+        limit: Limit = 5,
+        namespace: NamespaceFilter = None,
+    ) -> Annotated[CallToolResult, NearbyResult]:
+        """Find the memories closest to a given memory."""
+        return await call(ctx, lambda app: app.memory.nearby(memory_id, limit=limit, namespace=namespace))
+
+    @tool(annotations=DESTRUCTIVE)
+    async def forget(
+        ctx: Context,
+        memory_id: MemoryId | None = None,
+        namespace: NamespaceFilter = None,
+        filters: Filters = None,
+    ) -> Annotated[CallToolResult, ForgetResult]:
+        """Delete a memory by id (deleted: 0 if it does not exist), or every memory matching namespace and filters."""
+        return await call(ctx, lambda app: app.memory.forget(memory_id, namespace=namespace, filters=filters))
+
+    @tool(annotations=DESTRUCTIVE)
+    async def forget_batch(
+        memory_ids: Annotated[list[MemoryId], Field(min_length=1, description="Memory UUIDs to delete.")],
+        ctx: Context,
+    ) -> Annotated[CallToolResult, ForgetResult]:
+        """Delete several memories by id; returns the ids actually deleted."""
+        return await call(ctx, lambda app: app.memory.forget_batch(memory_ids))
+
+    # ---- utility ------------------------------------------------------------------------
+
+    @tool(annotations=READ_ONLY)
+    async def stats(
+        ctx: Context,
+        namespace: NamespaceFilter = None,
+        include_index_details: bool = True,
+    ) -> Annotated[CallToolResult, StatsResult]:
+        """Store statistics: counts per namespace, size on disk, indexes, fragments, date range."""
+        return await call(
+            ctx, lambda app: app.memory.stats(namespace=namespace, include_index_details=include_index_details)
+        )
+
+    @tool(annotations=READ_ONLY)
+    async def namespaces(ctx: Context, include_stats: bool = True) -> Annotated[CallToolResult, NamespacesResult]:
+        """List namespaces with memory counts and date ranges."""
+        return await call(ctx, lambda app: app.memory.namespaces(include_stats=include_stats))
+
+    @tool(annotations=DESTRUCTIVE)
+    async def delete_namespace(
+        namespace: Namespace,
+        ctx: Context,
+        confirm: bool = False,
+        dry_run: bool = True,
+    ) -> Annotated[CallToolResult, DeleteNamespaceResult]:
+        """Delete every memory in a namespace. Preview with dry_run=true (the default); deleting needs confirm=true."""
+        return await call(ctx, lambda app: app.memory.delete_namespace(namespace, confirm=confirm, dry_run=dry_run))
+
+    @tool(annotations=CHANGING)
+    async def rename_namespace(
+        old_namespace: Namespace,
+        new_namespace: Namespace,
+        ctx: Context,
+    ) -> Annotated[CallToolResult, RenameNamespaceResult]:
+        """Move every memory of a namespace to a new namespace name, all at once."""
+        return await call(ctx, lambda app: app.memory.rename_namespace(old_namespace, new_namespace))
+
+    return server

@@ -1,0 +1,429 @@
+"""MemoryStore: the one narrow wrapper around the LanceDB `memories` table.
+
+Every method is synchronous and blocks: callers run them in worker threads, never on
+the event loop. Writes within one process are serialized by a lock; each public write
+is a single LanceDB commit, so it is either fully applied or not at all.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from .errors import ConfigurationError, StorageError
+from .filters import Filter, build_filter, metadata_matches, quote
+from .records import MemoryRecord, ScoredMemory, is_uuid, utc_now
+
+log = logging.getLogger(__name__)
+
+TABLE_NAME = "memories"
+MODEL_KEY = b"spatial_memory.embedding_model"
+DIM_KEY = b"spatial_memory.embedding_dim"
+SUMMARY_COLUMNS = [
+    "id",
+    "content",
+    "namespace",
+    "tags",
+    "importance",
+    "source",
+    "metadata",
+    "created_at",
+    "updated_at",
+    "last_accessed",
+    "access_count",
+]
+_TS = pa.timestamp("us", tz="UTC")
+
+
+def memory_schema(model_id: str, dim: int) -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("content", pa.string(), nullable=False),
+            pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
+            pa.field("created_at", _TS, nullable=False),
+            pa.field("updated_at", _TS, nullable=False),
+            pa.field("last_accessed", _TS, nullable=False),
+            pa.field("access_count", pa.int32(), nullable=False),
+            pa.field("importance", pa.float32(), nullable=False),
+            pa.field("namespace", pa.string(), nullable=False),
+            pa.field("tags", pa.list_(pa.string()), nullable=False),
+            pa.field("source", pa.string(), nullable=False),
+            pa.field("metadata", pa.string(), nullable=False),
+        ],
+        metadata={MODEL_KEY: model_id.encode(), DIM_KEY: str(dim).encode()},
+    )
+
+
+@dataclass
+class NamespaceInfo:
+    name: str
+    memory_count: int
+    oldest: datetime
+    newest: datetime
+
+
+def _rows_to_records(table: pa.Table) -> list[MemoryRecord]:
+    vectors = None
+    if "vector" in table.column_names:
+        vectors = vectors_of(table)
+        table = table.drop_columns(["vector"])
+    records = []
+    for i, row in enumerate(table.to_pylist()):
+        records.append(
+            MemoryRecord(
+                id=row["id"],
+                content=row.get("content", ""),
+                namespace=row.get("namespace", "default"),
+                tags=list(row.get("tags") or []),
+                importance=float(row.get("importance", 0.5)),
+                source=row.get("source", "manual"),
+                metadata=json.loads(row["metadata"]) if row.get("metadata") else {},
+                created_at=row.get("created_at") or utc_now(),
+                updated_at=row.get("updated_at") or utc_now(),
+                last_accessed=row.get("last_accessed") or utc_now(),
+                access_count=int(row.get("access_count", 0)),
+                vector=None if vectors is None else vectors[i],
+            )
+        )
+    return records
+
+
+def vectors_of(table: pa.Table) -> np.ndarray:
+    """The vector column as a (n, dim) float32 array without a Python-level copy per row."""
+    column = table.column("vector").combine_chunks()
+    dim = column.type.list_size
+    return column.values.to_numpy(zero_copy_only=False).reshape(-1, dim).astype(np.float32, copy=False)
+
+
+class MemoryStore:
+    def __init__(
+        self,
+        db_path: Path,
+        model_id: str,
+        dim: int,
+        *,
+        compact_fragment_threshold: int = 24,
+        version_retention_seconds: int = 60,
+    ) -> None:
+        import lancedb
+
+        self.model_id = model_id
+        self.dim = dim
+        self._compact_threshold = compact_fragment_threshold
+        self._retention = timedelta(seconds=version_retention_seconds)
+        self._write_lock = threading.RLock()
+        self._writes_since_compaction = 0
+        db_path.mkdir(parents=True, exist_ok=True)
+        try:
+            # Consistency interval 0: every read sees commits made by other processes.
+            self._db = lancedb.connect(str(db_path), read_consistency_interval=timedelta(0))
+            if TABLE_NAME in self._db.list_tables().tables:
+                self._table = self._db.open_table(TABLE_NAME)
+            else:
+                self._table = self._create_table()
+        except ConfigurationError:
+            raise
+        except Exception as exc:
+            raise StorageError(f"cannot open the memory store at {db_path}: {exc}") from exc
+        self._check_model()
+        self._writes_since_compaction = self._fragment_count()
+
+    def _create_table(self):
+        try:
+            return self._db.create_table(TABLE_NAME, schema=memory_schema(self.model_id, self.dim))
+        except (ValueError, OSError):
+            # Another process created it between our check and our create.
+            return self._db.open_table(TABLE_NAME)
+
+    def _check_model(self) -> None:
+        schema = self._table.schema
+        meta = schema.metadata or {}
+        stored_model = meta.get(MODEL_KEY, b"").decode() or None
+        stored_dim = schema.field("vector").type.list_size
+        if stored_dim != self.dim or (stored_model and stored_model != self.model_id):
+            raise ConfigurationError(
+                f"this store was built with embedding model '{stored_model}' ({stored_dim} dimensions) "
+                f"but the server is configured with '{self.model_id}' ({self.dim} dimensions). "
+                "Use the original model (SPATIAL_MEMORY_EMBEDDING_MODEL) or a different SPATIAL_MEMORY_PATH, "
+                "or export and re-import with regenerate_embeddings."
+            )
+
+    # ---- reads -------------------------------------------------------------------------
+
+    @property
+    def version(self) -> int:
+        return self._table.version
+
+    def count(self, flt: Filter | None = None) -> int:
+        if flt is not None and flt.metadata:
+            return len(self._matching_ids(flt))
+        return self._table.count_rows(flt.sql if flt else None)
+
+    def get(self, memory_id: str, *, with_vector: bool = False) -> MemoryRecord | None:
+        found = self.get_many([memory_id], with_vectors=with_vector)
+        return found[0] if found else None
+
+    def get_many(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[MemoryRecord]:
+        """Records for the ids that exist, in the order asked."""
+        wanted = [i for i in dict.fromkeys(ids) if is_uuid(i)]
+        if not wanted:
+            return []
+        columns = SUMMARY_COLUMNS + (["vector"] if with_vectors else [])
+        table = self._scan(build_filter(ids=wanted).sql, columns)
+        by_id = {r.id: r for r in _rows_to_records(table)}
+        return [by_id[i] for i in wanted if i in by_id]
+
+    def scan(
+        self, flt: Filter | None = None, *, with_vectors: bool = False, limit: int | None = None
+    ) -> list[MemoryRecord]:
+        columns = SUMMARY_COLUMNS + (["vector"] if with_vectors else [])
+        table = self._scan(flt.sql if flt else None, columns, limit=None if flt and flt.metadata else limit)
+        records = _rows_to_records(table)
+        if flt is not None and flt.metadata:
+            records = [r for r in records if metadata_matches(r.metadata, flt.metadata)][:limit]
+        return records
+
+    def scan_arrow(self, columns: list[str], flt: Filter | None = None) -> pa.Table:
+        return self._scan(flt.sql if flt else None, columns)
+
+    def _scan(self, where: str | None, columns: list[str], limit: int | None = None) -> pa.Table:
+        query = self._table.search().select(columns)
+        if where:
+            query = query.where(where)
+        query = query.limit(limit if limit is not None else max(self._table.count_rows(where), 1))
+        try:
+            return query.to_arrow()
+        except Exception as exc:
+            raise StorageError(f"read failed: {exc}") from exc
+
+    def _matching_ids(self, flt: Filter) -> list[str]:
+        table = self._scan(flt.sql, ["id", "metadata"])
+        ids = table.column("id").to_pylist()
+        metas = table.column("metadata").to_pylist()
+        return [i for i, m in zip(ids, metas) if metadata_matches(json.loads(m) if m else {}, flt.metadata)]
+
+    def search(
+        self,
+        vector: np.ndarray,
+        limit: int,
+        flt: Filter | None = None,
+        *,
+        min_similarity: float = 0.0,
+        with_vectors: bool = False,
+    ) -> list[ScoredMemory]:
+        """Nearest memories by cosine similarity (vectors are unit norm, so dot product)."""
+        where = flt.sql if flt else None
+        if flt is not None and flt.metadata:
+            ids = self._matching_ids(flt)
+            if not ids:
+                return []
+            where = build_filter(ids=ids).sql
+        columns = SUMMARY_COLUMNS + (["vector"] if with_vectors else [])
+        query = self._table.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
+        query = query.distance_type("dot").select([*columns, "_distance"]).limit(limit)
+        if where:
+            query = query.where(where, prefilter=True)
+        try:
+            table = query.to_arrow()
+        except Exception as exc:
+            raise StorageError(f"vector search failed: {exc}") from exc
+        distances = table.column("_distance").to_pylist()
+        results = []
+        for record, distance in zip(_rows_to_records(table.drop_columns(["_distance"])), distances):
+            similarity = min(1.0, max(0.0, 1.0 - float(distance)))
+            if similarity >= min_similarity:
+                results.append(ScoredMemory(record, similarity))
+        return results
+
+    def search_many(
+        self, vectors: np.ndarray, limit: int, flt: Filter | None = None
+    ) -> list[list[ScoredMemory]]:
+        return [self.search(v, limit, flt) for v in vectors]
+
+    def namespaces(self) -> list[NamespaceInfo]:
+        table = self._scan(None, ["namespace", "created_at"])
+        if table.num_rows == 0:
+            return []
+        grouped = table.group_by("namespace").aggregate(
+            [("created_at", "min"), ("created_at", "max"), ("namespace", "count")]
+        )
+        infos = [
+            NamespaceInfo(row["namespace"], row["namespace_count"], row["created_at_min"], row["created_at_max"])
+            for row in grouped.to_pylist()
+        ]
+        return sorted(infos, key=lambda n: n.name)
+
+    def stats(self) -> dict[str, Any]:
+        stats = self._table.stats()
+        fragments = stats["fragment_stats"]
+        indices = []
+        for index in self._table.list_indices():
+            indices.append(
+                {
+                    "name": index.name,
+                    "index_type": str(index.index_type),
+                    "column": index.columns[0] if index.columns else "",
+                    "num_indexed_rows": int(getattr(index, "num_indexed_rows", 0) or 0),
+                    "status": "ready" if not getattr(index, "num_unindexed_rows", 0) else "needs_update",
+                }
+            )
+        return {
+            "total_bytes": int(stats["total_bytes"]),
+            "num_rows": int(stats["num_rows"]),
+            "num_fragments": int(fragments["num_fragments"]),
+            "num_small_fragments": int(fragments["num_small_fragments"]),
+            "indices": indices,
+            "version": self._table.version,
+        }
+
+    def _fragment_count(self) -> int:
+        return int(self._table.stats()["fragment_stats"]["num_fragments"])
+
+    # ---- writes ------------------------------------------------------------------------
+
+    def _to_arrow(self, records: Sequence[MemoryRecord]) -> pa.Table:
+        vectors = np.stack([np.asarray(r.vector, dtype=np.float32) for r in records])
+        if vectors.shape[1] != self.dim:
+            raise StorageError(f"vector has {vectors.shape[1]} dimensions, the store needs {self.dim}")
+        schema = memory_schema(self.model_id, self.dim)
+        columns = {
+            "id": pa.array([r.id for r in records], pa.string()),
+            "content": pa.array([r.content for r in records], pa.string()),
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), self.dim),
+            "created_at": pa.array([r.created_at for r in records], _TS),
+            "updated_at": pa.array([r.updated_at for r in records], _TS),
+            "last_accessed": pa.array([r.last_accessed for r in records], _TS),
+            "access_count": pa.array([int(r.access_count) for r in records], pa.int32()),
+            "importance": pa.array([float(r.importance) for r in records], pa.float32()),
+            "namespace": pa.array([r.namespace for r in records], pa.string()),
+            "tags": pa.array([list(r.tags) for r in records], pa.list_(pa.string())),
+            "source": pa.array([r.source for r in records], pa.string()),
+            "metadata": pa.array([json.dumps(r.metadata, ensure_ascii=False) for r in records], pa.string()),
+        }
+        return pa.Table.from_arrays([columns[f.name] for f in schema], schema=schema)
+
+    def add(self, records: Sequence[MemoryRecord]) -> None:
+        """Insert records in one commit: all of them or none."""
+        if not records:
+            return
+        data = self._to_arrow(records)
+        with self._write_lock:
+            try:
+                self._table.add(data)
+            except Exception as exc:
+                raise StorageError(f"write failed, nothing was stored: {exc}") from exc
+            self._writes_since_compaction += 1
+
+    def upsert(self, records: Sequence[MemoryRecord]) -> None:
+        """Replace whole rows by id (inserting missing ones) in one commit."""
+        if not records:
+            return
+        data = self._to_arrow(records)
+        with self._write_lock:
+            try:
+                (
+                    self._table.merge_insert("id")
+                    .when_matched_update_all()
+                    .when_not_matched_insert_all()
+                    .execute(data)
+                )
+            except Exception as exc:
+                raise StorageError(f"update failed, nothing was changed: {exc}") from exc
+            self._writes_since_compaction += 1
+
+    def replace(self, new_records: Sequence[MemoryRecord], delete_ids: Sequence[str]) -> None:
+        """Write `new_records` and delete `delete_ids` in a single commit.
+
+        A merge-insert whose source also flags rows for deletion commits both at once,
+        so no crash can leave the deletes without the insert (or the reverse).
+        """
+        deletions = [i for i in delete_ids if i not in {r.id for r in new_records}]
+        if not deletions:
+            self.upsert(new_records)
+            return
+        if not new_records:
+            self.delete_ids(deletions)
+            return
+        with self._write_lock:
+            data = self._to_arrow(new_records)
+            try:
+                (
+                    self._table.merge_insert("id")
+                    .when_matched_update_all()
+                    .when_not_matched_insert_all()
+                    .when_not_matched_by_source_delete(build_filter(ids=deletions).sql)
+                    .execute(data)
+                )
+            except Exception as exc:
+                raise StorageError(f"replace failed, nothing was changed: {exc}") from exc
+            self._writes_since_compaction += 1
+
+    def update_where(self, flt: Filter, values: dict[str, Any]) -> int:
+        with self._write_lock:
+            try:
+                result = self._table.update(where=flt.sql, values=values)
+            except Exception as exc:
+                raise StorageError(f"update failed, nothing was changed: {exc}") from exc
+            self._writes_since_compaction += 1
+        return int(getattr(result, "rows_updated", 0) or 0)
+
+    def delete_ids(self, ids: Iterable[str]) -> list[str]:
+        wanted = [i for i in dict.fromkeys(ids) if is_uuid(i)]
+        if not wanted:
+            return []
+        return self.delete_where(build_filter(ids=wanted))
+
+    def delete_where(self, flt: Filter) -> list[str]:
+        """Delete matching rows in one commit; returns the ids deleted."""
+        with self._write_lock:
+            if flt.metadata:
+                ids = self._matching_ids(flt)
+                where = build_filter(ids=ids).sql if ids else None
+            else:
+                ids = self._scan(flt.sql, ["id"]).column("id").to_pylist()
+                where = flt.sql
+            if not ids or where is None:
+                return []
+            try:
+                self._table.delete(where)
+            except Exception as exc:
+                raise StorageError(f"delete failed, nothing was deleted: {exc}") from exc
+            self._writes_since_compaction += 1
+        return ids
+
+    def record_access(self, counts: dict[str, int], when: datetime | None = None) -> None:
+        """Bump access_count and last_accessed for many ids: one update per distinct count."""
+        when = (when or utc_now()).astimezone(timezone.utc).replace(tzinfo=None)
+        by_count: dict[int, list[str]] = {}
+        for memory_id, n in counts.items():
+            if is_uuid(memory_id):
+                by_count.setdefault(n, []).append(memory_id)
+        stamp = f"CAST('{when.isoformat(sep=' ', timespec='microseconds')}' AS TIMESTAMP)"
+        with self._write_lock:
+            for n, ids in by_count.items():
+                self._table.update(
+                    where=f"id IN ({', '.join(quote(i) for i in ids)})",
+                    values_sql={"access_count": f"access_count + {int(n)}", "last_accessed": stamp},
+                )
+                self._writes_since_compaction += 1
+
+    # ---- maintenance -------------------------------------------------------------------
+
+    def needs_compaction(self) -> bool:
+        return self._writes_since_compaction > self._compact_threshold
+
+    def compact(self) -> None:
+        """Merge small fragments and drop old versions, keeping search fast as the table grows."""
+        with self._write_lock:
+            self._table.optimize(cleanup_older_than=self._retention)
+            self._writes_since_compaction = 0

@@ -1,0 +1,77 @@
+"""Checks on values that will be stored, shared by every service."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from .config import Settings
+from .errors import ValidationError
+
+NAMESPACE_PATTERN = re.compile(r"^[\w][\w.:/@-]*$")
+
+
+def content(value: str, settings: Settings, *, field: str = "content") -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError(f"{field.capitalize()} cannot be empty")
+    if len(value) > settings.max_content_length:
+        raise ValidationError(
+            f"{field.capitalize()} is {len(value):,} characters; the maximum is {settings.max_content_length:,}. "
+            "Split it into several memories."
+        )
+    if "\x00" in value:
+        raise ValidationError(f"{field.capitalize()} must not contain NUL characters")
+    return value
+
+
+def namespace(value: str, settings: Settings, *, field: str = "namespace") -> str:
+    if not isinstance(value, str) or not value:
+        raise ValidationError(f"{field} cannot be empty")
+    if len(value) > settings.max_namespace_length:
+        raise ValidationError(f"{field} is longer than {settings.max_namespace_length} characters")
+    if not NAMESPACE_PATTERN.match(value):
+        raise ValidationError(
+            f"invalid {field} {value[:60]!r}: use letters, digits and _ . : / @ - (starting with a letter, digit or _)"
+        )
+    return value
+
+
+def tags(values: list[str] | None, settings: Settings) -> list[str]:
+    cleaned: list[str] = []
+    for tag in values or []:
+        if not isinstance(tag, str) or not tag.strip():
+            raise ValidationError("tags must be non-empty strings")
+        tag = tag.strip()
+        if len(tag) > settings.max_tag_length:
+            raise ValidationError(f"tag {tag[:40]!r}... is longer than {settings.max_tag_length} characters")
+        if "\x00" in tag:
+            raise ValidationError("tags must not contain NUL characters")
+        if tag not in cleaned:
+            cleaned.append(tag)
+    if len(cleaned) > settings.max_tags:
+        raise ValidationError(f"at most {settings.max_tags} tags per memory")
+    return cleaned
+
+
+def importance(value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValidationError("importance must be a number from 0.0 to 1.0")
+    if not 0.0 <= value <= 1.0:
+        raise ValidationError(f"importance must be between 0.0 and 1.0, got {value}")
+    return float(value)
+
+
+def metadata(value: dict[str, Any] | None, settings: Settings) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValidationError("metadata must be a JSON object")
+    try:
+        encoded = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"metadata must be plain JSON (no NaN or infinity): {exc}") from None
+    if len(encoded.encode()) > settings.max_metadata_bytes:
+        raise ValidationError(f"metadata is larger than {settings.max_metadata_bytes:,} bytes")
+    return json.loads(encoded)
