@@ -26,11 +26,12 @@ class Settings(BaseSettings):
         extra="ignore",
         validate_by_name=True,
         validate_default=True,
+        env_ignore_empty=True,
     )
 
     path: Path = Field(
         default_factory=default_data_dir,
-        validation_alias=AliasChoices("SPATIAL_MEMORY_PATH", "SPATIAL_MEMORY_MEMORY_PATH", "path"),
+        validation_alias=AliasChoices("SPATIAL_MEMORY_PATH", "SPATIAL_MEMORY_MEMORY_PATH"),
         description="Storage directory (LanceDB data, model cache, exports).",
     )
     embedding_model: str = Field(

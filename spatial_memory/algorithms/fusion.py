@@ -28,7 +28,7 @@ def reciprocal_rank_fusion(
 
     scores: dict[str, float] = {}
     best_rank: dict[str, int] = {}
-    for ranking, weight in zip(rankings, weights):
+    for ranking, weight in zip(rankings, weights, strict=True):
         if weight == 0:
             continue
         seen: set[str] = set()

@@ -6,6 +6,8 @@ import numpy as np
 
 from ._linalg import as_matrix
 
+_RELATIVE_RANK_TOL = 1e-10
+
 
 def pca_reduce(vectors: np.ndarray, n_components: int) -> np.ndarray:
     """Project rows onto their top principal components, shape (n, n_components).
@@ -21,20 +23,21 @@ def pca_reduce(vectors: np.ndarray, n_components: int) -> np.ndarray:
     if n < 2:
         return out
     xc = x - x.mean(axis=0)
-    k = min(n_components, n, d)
     if n >= d:
         # d x d covariance: O(n d^2), much cheaper than an SVD of the n x d matrix.
-        _, vecs = np.linalg.eigh(xc.T @ xc)
-        comps = vecs[:, ::-1][:, :k]
+        vals, comps = np.linalg.eigh(xc.T @ xc)
+        vals, comps = vals[::-1], comps[:, ::-1]
     else:
         # Few points: eigendecompose the n x n Gram matrix and map back.
         vals, vecs = np.linalg.eigh(xc @ xc.T)
-        vals, vecs = vals[::-1][:k], vecs[:, ::-1][:, :k]
+        vals, vecs = vals[::-1], vecs[:, ::-1]
         comps = xc.T @ vecs
-        norms = np.linalg.norm(comps, axis=0)
-        comps = np.divide(comps, norms, out=np.zeros_like(comps), where=norms > 1e-12)
+    keep = vals > _RELATIVE_RANK_TOL * max(float(vals[0]), 0.0)
+    k = min(n_components, int(keep.sum()))
+    if k == 0:
+        return out
+    comps = comps[:, :k] / np.linalg.norm(comps[:, :k], axis=0)
     pivot = np.argmax(np.abs(comps), axis=0)
     signs = np.sign(comps[pivot, np.arange(k)])
-    signs[signs == 0] = 1.0
     out[:, :k] = xc @ (comps * signs)
     return out

@@ -126,7 +126,16 @@ class EmbeddingRouter:
             source = str(bundled_model_dir())
         else:
             source = self.model_id
-        model = SentenceTransformer(source, device="cpu")
+        try:
+            model = SentenceTransformer(source, device="cpu", local_files_only=True)
+        except Exception as exc:
+            if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
+                raise EmbeddingError(
+                    f"model '{self.model_id}' is not in the local cache and HF_HUB_OFFLINE is set: "
+                    "download it once with network access, or give a local path"
+                ) from exc
+            log.info("model %s not cached locally; downloading", self.model_id)
+            model = SentenceTransformer(source, device="cpu")
         batch_size = self._batch_size
 
         def encode(texts: list[str]) -> np.ndarray:

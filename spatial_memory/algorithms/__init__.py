@@ -1,0 +1,51 @@
+"""Pure numerical algorithms: numpy arrays in, arrays / plain Python out.
+
+Heavy dependencies (scikit-learn, scipy, umap) are imported inside the
+functions that need them, so importing this package stays cheap.
+"""
+
+from .clustering import (
+    ClusterResult,
+    cluster_vectors,
+    coherence,
+    limit_clusters,
+    representative_index,
+    silhouette,
+)
+from .decay import apply_decay, decay_factor
+from .fusion import normalize_scores, reciprocal_rank_fusion
+from .grouping import mean_pairwise_similarity, near_duplicate_groups
+from .interpolation import interpolation_ts, slerp
+from .keywords import STOPWORDS, class_tfidf_keywords, tokenize
+from .neighbors import cosine_knn
+from .pca import pca_reduce
+from .projection import normalize_coordinates, project, warm_up_projection
+from .sampling import choose, softmax_probabilities, temperature_scale
+
+__all__ = [
+    "STOPWORDS",
+    "ClusterResult",
+    "apply_decay",
+    "choose",
+    "class_tfidf_keywords",
+    "cluster_vectors",
+    "coherence",
+    "cosine_knn",
+    "decay_factor",
+    "interpolation_ts",
+    "limit_clusters",
+    "mean_pairwise_similarity",
+    "near_duplicate_groups",
+    "normalize_coordinates",
+    "normalize_scores",
+    "pca_reduce",
+    "project",
+    "reciprocal_rank_fusion",
+    "representative_index",
+    "silhouette",
+    "slerp",
+    "softmax_probabilities",
+    "temperature_scale",
+    "tokenize",
+    "warm_up_projection",
+]

@@ -1,0 +1,102 @@
+"""Shared fixtures: temp stores, a deterministic fake embedder, MCP clients."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from spatial_memory.config import Settings
+
+EVAL_PATH = Path(__file__).resolve().parents[2] / "shared" / "eval" / "locomo-dev.json"
+
+
+class HashEmbedder:
+    """Deterministic bag-of-words hashing embedder for plumbing tests (not for quality)."""
+
+    model_id = "test-hash-embedder"
+
+    def __init__(self, dimension: int = 64) -> None:
+        self._dimension = dimension
+        self.calls = 0
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    @property
+    def loaded(self) -> bool:
+        return True
+
+    def load(self) -> None:
+        pass
+
+    def _one(self, text: str) -> np.ndarray:
+        vec = np.zeros(self._dimension, dtype=np.float32)
+        for word in re.findall(r"\w+", text.lower()) or [text]:
+            digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
+            vec[int.from_bytes(digest[:4], "little") % self._dimension] += 1.0
+            vec[int.from_bytes(digest[4:], "little") % self._dimension] += 0.5
+        norm = np.linalg.norm(vec)
+        return vec / norm if norm else np.full(self._dimension, 1 / np.sqrt(self._dimension), np.float32)
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        self.calls += 1
+        return np.stack([self._one(t) for t in texts]) if texts else np.zeros((0, self._dimension), np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._one(text)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(path=tmp_path / "store", preload=False, access_flush_seconds=0.05)
+
+
+@pytest.fixture
+def fake_embedder() -> HashEmbedder:
+    return HashEmbedder()
+
+
+@pytest.fixture(scope="session")
+def real_embedder():
+    from spatial_memory.embeddings import EmbeddingRouter
+
+    router = EmbeddingRouter(cache_dir=Path(__import__("tempfile").mkdtemp()) / "models")
+    router.load()
+    return router
+
+
+@pytest.fixture
+async def client(settings: Settings, fake_embedder: HashEmbedder) -> AsyncIterator:
+    from mcp import Client
+
+    from spatial_memory.server import create_server
+
+    async with Client(create_server(settings, embedder=fake_embedder)) as c:
+        yield c
+
+
+@pytest.fixture
+async def model_client(settings: Settings, real_embedder) -> AsyncIterator:
+    from mcp import Client
+
+    from spatial_memory.server import create_server
+
+    async with Client(create_server(settings, embedder=real_embedder)) as c:
+        yield c
+
+
+def data(result) -> dict:
+    """Structured content of a tool result (errors included)."""
+    assert result.structured_content is not None, result
+    return result.structured_content

@@ -1,0 +1,56 @@
+"""Settings: env names, defaults, and one clear line for a bad setting."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from spatial_memory.config import Settings
+
+
+def test_path_from_either_env_name(monkeypatch, tmp_path):
+    monkeypatch.setenv("SPATIAL_MEMORY_PATH", str(tmp_path / "a"))
+    assert Settings().path == (tmp_path / "a").resolve()
+    monkeypatch.delenv("SPATIAL_MEMORY_PATH")
+    monkeypatch.setenv("SPATIAL_MEMORY_MEMORY_PATH", str(tmp_path / "b"))
+    assert Settings().path == (tmp_path / "b").resolve()
+
+
+def test_default_path_is_per_user_not_cwd(monkeypatch, tmp_path):
+    monkeypatch.delenv("SPATIAL_MEMORY_PATH", raising=False)
+    monkeypatch.delenv("SPATIAL_MEMORY_MEMORY_PATH", raising=False)
+    monkeypatch.chdir(tmp_path)
+    path = Settings().path
+    assert path.is_absolute()
+    assert tmp_path.resolve() not in path.parents and path != tmp_path.resolve()
+    assert "spatial-memory-mcp" in str(path)
+
+
+def test_dotenv_file_is_read(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SPATIAL_MEMORY_LOG_LEVEL", raising=False)
+    (tmp_path / ".env").write_text("SPATIAL_MEMORY_LOG_LEVEL=DEBUG\n")
+    assert Settings().log_level == "DEBUG"
+
+
+def test_exports_default_under_data_dir(tmp_path):
+    settings = Settings(path=tmp_path)
+    assert settings.allowed_export_dirs == [tmp_path.resolve() / "exports"]
+
+
+def test_bad_setting_fails_with_one_line(tmp_path):
+    env = {"PATH": "/usr/bin:/bin", "SPATIAL_MEMORY_PATH": str(tmp_path), "SPATIAL_MEMORY_MAX_BATCH_SIZE": "lots"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "spatial_memory"], env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+    )
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "SPATIAL_MEMORY_MAX_BATCH_SIZE" in lines[0], proc.stderr
+
+
+def test_env_example_lists_every_setting():
+    text = (Path(__file__).parents[1] / ".env.example").read_text()
+    for name in Settings.model_fields:
+        assert f"SPATIAL_MEMORY_{name.upper()}=" in text, name

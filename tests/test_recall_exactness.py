@@ -1,0 +1,35 @@
+"""On LoCoMo dev, recall's top 10 equals brute-force MiniLM cosine top 10 (issue 2 acceptance)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from benchmarks import locomo
+
+from .conftest import data
+
+pytestmark = [pytest.mark.anyio, pytest.mark.model, pytest.mark.slow]
+
+
+@pytest.mark.skipif(not locomo.DEFAULT_PATH.exists(), reason="shared/eval not present")
+async def test_recall_top10_equals_brute_force(model_client, real_embedder):
+    conversations = locomo.load()[:2]
+    queries = agreed = 0
+    for conv in conversations:
+        texts = [t.text for t in conv.turns]
+        ids: list[str] = []
+        for start in range(0, len(texts), 200):
+            batch = [{"content": t, "namespace": conv.sample_id} for t in texts[start : start + 200]]
+            ids += data(await model_client.call_tool("remember_batch", {"memories": batch}))["ids"]
+        matrix = real_embedder.embed_documents(texts)
+        for q in conv.questions:
+            result = data(
+                await model_client.call_tool("recall", {"query": q.question, "limit": 10, "namespace": conv.sample_id})
+            )
+            got = [m["id"] for m in result["memories"]]
+            expected = [ids[i] for i in np.argsort(-(matrix @ real_embedder.embed_query(q.question)), kind="stable")[:10]]
+            queries += 1
+            agreed += got == expected or (set(got) == set(expected))
+    assert queries > 250
+    assert agreed / queries >= 0.99, f"{agreed}/{queries}"

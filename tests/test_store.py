@@ -1,0 +1,102 @@
+"""MemoryStore on a real LanceDB in a temp dir."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from spatial_memory.errors import ConfigurationError
+from spatial_memory.filters import build_filter
+from spatial_memory.records import MemoryRecord, new_id
+from spatial_memory.store import MemoryStore
+
+DIM = 8
+
+
+def record(i: int, namespace: str = "default", **kw) -> MemoryRecord:
+    rng = np.random.default_rng(i)
+    vec = rng.normal(size=DIM).astype(np.float32)
+    return MemoryRecord(id=new_id(), content=f"memory {i}", namespace=namespace, vector=vec / np.linalg.norm(vec), **kw)
+
+
+@pytest.fixture
+def store(tmp_path):
+    return MemoryStore(tmp_path / "db", "unit-model", DIM, compact_fragment_threshold=5)
+
+
+def test_add_get_search_delete(store):
+    records = [record(i, tags=["t"], metadata={"i": i}) for i in range(10)]
+    store.add(records)
+    assert store.count() == 10
+    got = store.get(records[3].id, with_vector=True)
+    assert got.content == "memory 3" and got.metadata == {"i": 3} and got.tags == ["t"]
+    assert np.allclose(got.vector, records[3].vector)
+    hits = store.search(records[3].vector, 3)
+    assert hits[0].record.id == records[3].id and hits[0].similarity == pytest.approx(1.0, abs=1e-5)
+    assert [h.similarity for h in hits] == sorted((h.similarity for h in hits), reverse=True)
+    assert store.delete_ids([records[3].id, new_id(), "not-a-uuid"]) == [records[3].id]
+    assert store.get(records[3].id) is None and store.count() == 9
+
+
+def test_search_is_exact_brute_force(store):
+    records = [record(i) for i in range(200)]
+    store.add(records)
+    matrix = np.stack([r.vector for r in records])
+    query = record(999).vector
+    expected = [records[i].id for i in np.argsort(-(matrix @ query))[:10]]
+    assert [h.record.id for h in store.search(query, 10)] == expected
+
+
+def test_namespace_filter_and_injection(store):
+    store.add([record(1, "a"), record(2, "b"), record(3, "x' OR '1'='1")])
+    query = record(1).vector
+    assert {h.record.namespace for h in store.search(query, 10, build_filter(namespace="a"))} == {"a"}
+    assert store.search(query, 10, build_filter(namespace="a' OR '1'='1")) == []
+    assert [h.record.namespace for h in store.search(query, 10, build_filter(namespace="x' OR '1'='1"))] == [
+        "x' OR '1'='1"
+    ]
+
+
+def test_model_mismatch_is_refused(tmp_path):
+    MemoryStore(tmp_path / "db", "model-a", DIM).add([record(1)])
+    with pytest.raises(ConfigurationError) as err:
+        MemoryStore(tmp_path / "db", "model-b", DIM)
+    assert "model-a" in str(err.value) and "model-b" in str(err.value)
+    with pytest.raises(ConfigurationError) as err:
+        MemoryStore(tmp_path / "db", "model-a", DIM * 2)
+    assert "8 dimensions" in str(err.value) and "16 dimensions" in str(err.value)
+    assert MemoryStore(tmp_path / "db", "model-a", DIM).count() == 1
+
+
+def test_compaction_keeps_table_healthy(store):
+    for i in range(12):
+        store.add([record(i)])
+    assert store.stats()["num_fragments"] == 12 and store.needs_compaction()
+    store.compact()
+    assert store.stats()["num_fragments"] == 1 and not store.needs_compaction()
+    assert store.count() == 12
+
+
+def test_replace_writes_and_deletes_in_one_commit(store):
+    originals = [record(i) for i in range(3)]
+    store.add(originals)
+    merged = record(100)
+    version = store.version
+    store.replace([merged], [r.id for r in originals[:2]])
+    assert store.version == version + 1
+    assert {r.id for r in store.scan()} == {originals[2].id, merged.id}
+
+
+def test_update_where_and_record_access(store):
+    records = [record(i, "old") for i in range(3)]
+    store.add(records)
+    assert store.update_where(build_filter(namespace="old"), {"namespace": "new"}) == 3
+    assert store.count(build_filter(namespace="new")) == 3
+    store.record_access({records[0].id: 2, records[1].id: 1})
+    counts = {r.id: r.access_count for r in store.scan()}
+    assert counts == {records[0].id: 2, records[1].id: 1, records[2].id: 0}
+
+
+def test_namespaces_summary(store):
+    store.add([record(1, "a"), record(2, "a"), record(3, "b")])
+    assert [(n.name, n.memory_count) for n in store.namespaces()] == [("a", 2), ("b", 1)]
