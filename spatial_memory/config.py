@@ -46,6 +46,9 @@ class Settings(BaseSettings):
     openai_api_key: SecretStr | None = Field(None, description="Key for openai:<model> embeddings.")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     preload: bool = Field(True, description="Load the store and model in the background right after start-up.")
+    warm_up_projection: bool = Field(
+        True, description="After preloading, compile UMAP in the background so the first visualize is quick."
+    )
 
     max_content_length: int = Field(100_000, ge=1)
     max_batch_size: int = Field(1_000, ge=1)

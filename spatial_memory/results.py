@@ -120,3 +120,185 @@ class RenameNamespaceResult(BaseModel):
 
 def timestamp(value: Any) -> str | None:
     return iso(value) if value is not None else None
+
+
+# ---- spatial ------------------------------------------------------------------------------
+
+
+class PathMemory(BaseModel):
+    id: str
+    content: str
+    namespace: str
+    similarity: float = Field(description="Cosine similarity to this point of the path.")
+
+
+class JourneyStep(BaseModel):
+    step: int
+    t: float
+    position: list[float] | None = Field(None, description="The interpolated vector (only with include_positions).")
+    nearby_memories: list[PathMemory]
+    distance_to_path: float = Field(description="Cosine distance from the nearest memory to this path point.")
+
+
+class JourneyResult(BaseModel):
+    start_id: str
+    end_id: str
+    steps: list[JourneyStep]
+    path_coverage: float = Field(description="Fraction of steps with a memory within the coverage radius.")
+    start_end_similarity: float
+    coverage_similarity: float = Field(description="Similarity a memory needs to a path point to cover it.")
+
+
+class WanderStep(BaseModel):
+    step: int
+    memory: MemoryItem
+    similarity_to_previous: float
+    selection_probability: float
+
+
+class WanderResult(BaseModel):
+    start_id: str
+    steps: list[WanderStep]
+    total_distance: float = Field(description="Sum of cosine distances between consecutive memories.")
+    ended_early: bool = False
+    end_reason: str | None = None
+
+
+class ClusterSample(BaseModel):
+    id: str
+    content: str
+    similarity: float = Field(description="Cosine similarity to the cluster centroid.")
+
+
+class Cluster(BaseModel):
+    cluster_id: int
+    size: int
+    keywords: list[str]
+    representative_memory: ClusterSample
+    sample_memories: list[ClusterSample]
+    coherence: float
+    member_ids: list[str] | None = Field(None, description="Every member's id (only with include_members).")
+
+
+class RegionsResult(BaseModel):
+    clusters: list[Cluster]
+    total_memories: int
+    noise_count: int
+    clustering_quality: float = Field(description="Silhouette score over clustered memories (-1 to 1).")
+    sampled: bool = Field(False, description="True when a random sample of the namespace was analyzed.")
+
+
+class VisualNode(BaseModel):
+    id: str
+    x: float
+    y: float
+    z: float | None = None
+    label: str
+    cluster: int
+    importance: float
+    highlighted: bool = False
+
+
+class VisualEdge(BaseModel):
+    from_id: str
+    to_id: str
+    weight: float
+
+
+class VisualCluster(BaseModel):
+    id: int
+    label: str
+    color: str
+    size: int
+    center_x: float
+    center_y: float
+    center_z: float | None = None
+
+
+class VisualizeResult(BaseModel):
+    format: str
+    node_count: int
+    nodes: list[VisualNode] | None = None
+    edges: list[VisualEdge] | None = None
+    clusters: list[VisualCluster] | None = None
+    bounds: dict[str, float] | None = None
+    output: str | None = Field(None, description="The mermaid or svg text (for those formats).")
+    cached: bool = False
+
+
+# ---- lifecycle ------------------------------------------------------------------------
+
+
+class DecayedMemory(BaseModel):
+    id: str
+    content_preview: str = Field(description="The first 100 characters of the content.")
+    old_importance: float
+    new_importance: float
+    decay_factor: float = Field(description="Value of the decay curve at days_since_access (1.0 = no decay).")
+    days_since_access: float = Field(description="Days since the memory was last accessed (or created).")
+    access_count: int
+
+
+class DecayResult(BaseModel):
+    memories_analyzed: int
+    memories_decayed: int = Field(description="Memories whose importance changes (or would change, in a dry run).")
+    avg_decay_factor: float = Field(description="Mean decay_factor over the decayed memories (1.0 if none).")
+    decayed_memories: list[DecayedMemory] = Field(
+        description="The decayed memories, largest importance drop first (at most 100; see details_truncated)."
+    )
+    dry_run: bool
+    details_truncated: bool = Field(False, description="True when decayed_memories lists only the first 100.")
+
+
+class ReinforcedMemory(BaseModel):
+    id: str
+    content_preview: str
+    old_importance: float
+    new_importance: float
+    boost_applied: float = Field(description="new_importance - old_importance, after clamping to 0-1.")
+
+
+class ReinforceResult(BaseModel):
+    memories_reinforced: int
+    avg_boost: float
+    reinforced: list[ReinforcedMemory]
+    not_found: list[str]
+
+
+class Extraction(BaseModel):
+    content: str
+    confidence: float
+    pattern_matched: str
+    start_pos: int = Field(description="Start offset of the statement in the source text.")
+    end_pos: int = Field(description="End offset (exclusive) of the statement in the source text.")
+    stored: bool
+    memory_id: str | None = Field(None, description="Id of the stored memory, when stored.")
+    duplicate_of: str | None = Field(
+        None, description="When skipped as a duplicate: the id of the existing (or just-stored) similar memory."
+    )
+
+
+class ExtractResult(BaseModel):
+    candidates_found: int
+    memories_created: int
+    deduplicated_count: int
+    extractions: list[Extraction]
+
+
+class ConsolidationGroup(BaseModel):
+    representative_id: str = Field(description="Id of the memory that is kept (holding the merged content).")
+    member_ids: list[str] = Field(description="All members, the representative first.")
+    avg_similarity: float
+    action_taken: str = Field(
+        description="merged (merge_content), deleted (keep_* strategies: the others were deleted), preview "
+        "(dry run), or skipped (the merged memory would break a size limit; nothing changed)."
+    )
+    reason: str | None = Field(None, description="Why a group was skipped.")
+
+
+class ConsolidateResult(BaseModel):
+    groups_found: int = Field(description="Duplicate groups found in the namespace.")
+    memories_merged: int = Field(description="Memories kept, one per processed group.")
+    memories_deleted: int
+    groups: list[ConsolidationGroup] = Field(description="The processed groups (at most max_groups), largest first.")
+    dry_run: bool

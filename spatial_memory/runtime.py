@@ -77,12 +77,30 @@ class Resources:
         return self._store is not None
 
     def warm_up(self) -> None:
-        """Open the store and load the model; failures are reported when a tool needs them."""
+        """Open the store, load the model, then compile UMAP; failures resurface, typed, on first use."""
         for step in (self.store, self.embedder.load):
             try:
                 step()
             except Exception as exc:  # noqa: BLE001 - surfaced again, typed, on first use
                 log.warning("background warm-up: %s", exc)
+        if self.settings.warm_up_projection:
+            _lower_thread_priority()
+            try:
+                from .algorithms import warm_up_projection
+
+                warm_up_projection()
+            except Exception as exc:  # noqa: BLE001
+                log.warning("UMAP warm-up failed: %s", exc)
+
+
+def _lower_thread_priority() -> None:
+    """Let request handling win the CPU over background compilation (Linux: per-thread nice)."""
+    try:
+        import os
+
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+    except (AttributeError, OSError):
+        pass
 
 
 class Upkeep:

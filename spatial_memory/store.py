@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -136,6 +137,7 @@ class MemoryStore:
         except Exception as exc:
             raise StorageError(f"cannot open the memory store at {db_path}: {exc}") from exc
         self._check_model()
+        self._ensure_fts_index()
         self._writes_since_compaction = self._fragment_count()
 
     def _create_table(self):
@@ -192,6 +194,15 @@ class MemoryStore:
         if flt is not None and flt.metadata:
             records = [r for r in records if metadata_matches(r.metadata, flt.metadata)][:limit]
         return records
+
+    def nth(self, index: int, flt: Filter | None = None, *, with_vector: bool = False) -> MemoryRecord | None:
+        """The index-th matching row in storage order (for picking a random memory cheaply)."""
+        columns = SUMMARY_COLUMNS + (["vector"] if with_vector else [])
+        query = self._table.search().select(columns).offset(int(index)).limit(1)
+        if flt is not None and flt.sql:
+            query = query.where(flt.sql)
+        found = _rows_to_records(query.to_arrow())
+        return found[0] if found else None
 
     def scan_arrow(self, columns: list[str], flt: Filter | None = None) -> pa.Table:
         return self._scan(flt.sql if flt else None, columns)
@@ -290,6 +301,13 @@ class MemoryStore:
         return int(self._table.stats()["fragment_stats"]["num_fragments"])
 
     # ---- writes ------------------------------------------------------------------------
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold the write lock across a read-modify-write (the writes inside re-enter it),
+        so no in-process write (e.g. batched access counts) lands between the read and the write."""
+        with self._write_lock:
+            yield
 
     def _to_arrow(self, records: Sequence[MemoryRecord]) -> pa.Table:
         vectors = np.stack([np.asarray(r.vector, dtype=np.float32) for r in records])
@@ -425,5 +443,86 @@ class MemoryStore:
     def compact(self) -> None:
         """Merge small fragments and drop old versions, keeping search fast as the table grows."""
         with self._write_lock:
+            # optimize() also folds rows written since the last run into the full-text index.
             self._table.optimize(cleanup_older_than=self._retention)
             self._writes_since_compaction = 0
+        self._ensure_fts_index()
+
+    # ---- full-text search --------------------------------------------------------------
+
+    def has_fts_index(self) -> bool:
+        return any(
+            list(index.columns) == ["content"] and str(index.index_type).upper() in ("FTS", "INVERTED")
+            for index in self._table.list_indices()
+        )
+
+    def _ensure_fts_index(self) -> None:
+        """Create LanceDB's native full-text index on `content` when the table has none.
+
+        Rows written after the index was built are still searched (LanceDB scans the
+        unindexed rows too) and compaction folds them into the index. Failing to build it
+        only makes keyword search slower, so it is logged, not raised.
+        """
+        from lancedb.index import FTS
+
+        try:
+            if self.has_fts_index():
+                return
+            with self._write_lock:
+                if not self.has_fts_index():
+                    self._table.create_index("content", config=FTS(**FTS_OPTIONS), replace=False)
+        except Exception as exc:  # noqa: BLE001 - keyword search works unindexed, just slower
+            log.warning("could not create the full-text index on content: %s", exc)
+
+    def fts_search(
+        self, text: str, limit: int, flt: Filter | None = None, *, with_vectors: bool = False
+    ) -> list[tuple[MemoryRecord, float]]:
+        """Best keyword matches for `text` with their BM25 scores, best first.
+
+        The text is reduced to plain words first (see `match_text`), so no user syntax
+        ever reaches the query; nothing left means no hits.
+        """
+        from lancedb.query import MatchQuery
+
+        terms = match_text(text)
+        if not terms:
+            return []
+        where = flt.sql if flt else None
+        if flt is not None and flt.metadata:
+            ids = self._matching_ids(flt)
+            if not ids:
+                return []
+            where = build_filter(ids=ids).sql
+        columns = SUMMARY_COLUMNS + (["vector"] if with_vectors else [])
+        query = self._table.search(MatchQuery(terms, "content"), query_type="fts")
+        query = query.select([*columns, "_score"]).limit(limit)
+        if where:
+            query = query.where(where, prefilter=True)
+        try:
+            table = query.to_arrow()
+        except Exception as exc:
+            raise StorageError(f"keyword search failed: {exc}") from exc
+        scores = [float(s) for s in table.column("_score").to_pylist()]
+        return list(zip(_rows_to_records(table.drop_columns(["_score"])), scores))
+
+
+# Native LanceDB full-text index (not tantivy). "icu/split" segments CJK and Thai text into
+# words and otherwise splits like the "simple" tokenizer; English is stemmed, stop words
+# dropped, accents folded and case ignored, the same way for documents and queries.
+FTS_OPTIONS: dict[str, Any] = {"base_tokenizer": "icu/split", "language": "English", "with_position": False}
+MAX_QUERY_TERMS = 64
+_KEEP_CATEGORIES = ("L", "M", "N")  # letters, combining marks, numbers
+
+
+def match_text(text: str) -> str:
+    """A query reduced to plain words: punctuation, symbols (emoji, operators such as + - * ~ :),
+    quotes and brackets become spaces, so nothing the user typed is read as query syntax.
+    Operator words (AND, OR, NOT) stay plain words. At most MAX_QUERY_TERMS distinct words."""
+    import unicodedata
+
+    if not isinstance(text, str):
+        return ""
+    normalized = unicodedata.normalize("NFKC", text)
+    kept = "".join(ch if unicodedata.category(ch)[0] in _KEEP_CATEGORIES else " " for ch in normalized)
+    words = list(dict.fromkeys(kept.split()))
+    return " ".join(words[:MAX_QUERY_TERMS])

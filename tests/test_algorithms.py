@@ -281,7 +281,9 @@ def test_cluster_vectors_marks_scattered_points_as_noise():
     scattered = _unit(rng.normal(size=(100, 384))).astype(np.float32)
     result = cluster_vectors(np.vstack([vectors, scattered]), min_cluster_size=10)
     assert result.n_clusters == 3
-    assert np.mean(result.labels[900:] == -1) > 0.9
+    # min_samples=2 (chosen on real MiniLM text, where diffuse topics would otherwise
+    # be called noise) lets some synthetic scattered points join a cluster: 77% here.
+    assert np.mean(result.labels[900:] == -1) > 0.7
     assert np.mean(result.labels[:900] >= 0) > 0.9
 
 

@@ -1,0 +1,173 @@
+"""Text helpers for `consolidate` (pure, standard library plus the extraction splitter).
+
+- :func:`detail_signature`: the specifics of a statement (numbers, days, months, time
+  units, environments, negation, polar words such as enabled/disabled). Embeddings
+  barely tell "100 requests per minute" from "1000 requests per hour" (cosine 0.94
+  with MiniLM, higher than most paraphrases), so two memories are only near-duplicates
+  when their signatures are equal as well as their vectors close. A paraphrase that
+  words a detail differently is left alone: not merging is always safe, merging
+  look-alikes loses a fact.
+- :func:`merge_texts`: the content of a merged memory, keeping every distinct sentence
+  of every member (the representative's text verbatim first, then the sentences of
+  the others that it does not already contain, compared case- and
+  whitespace-insensitively).
+- :func:`content_covered`: whether a text's every sentence survives in another text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from .extraction import split_sentences
+
+__all__ = ["detail_signature", "sentence_pieces", "piece_key", "merge_texts", "content_covered"]
+
+_NUMBER_RE = re.compile(r"\d+(?:[.,:]\d+)*")
+_WORD_RE = re.compile(r"[a-z]+(?:'[a-z]+)*")
+
+_NUMBER_WORDS = {
+    "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7", "eight": "8",
+    "nine": "9", "ten": "10", "eleven": "11", "twelve": "12", "twenty": "20", "thirty": "30",
+    "forty": "40", "fifty": "50", "hundred": "100", "thousand": "1000", "million": "1000000",
+    "billion": "1000000000", "once": "1", "twice": "2",
+}  # fmt: skip
+
+
+def _canon(groups: dict[str, str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for canonical, words in groups.items():
+        for word in words.split():
+            out[word] = canonical
+    return out
+
+
+# words whose difference makes two otherwise similar statements different facts
+_DETAIL_WORDS = _canon(
+    {
+        "monday": "monday mondays mon", "tuesday": "tuesday tuesdays tue tues",
+        "wednesday": "wednesday wednesdays", "thursday": "thursday thursdays thu thur thurs",
+        "friday": "friday fridays fri", "saturday": "saturday saturdays", "sunday": "sunday sundays",
+        "january": "january jan", "february": "february feb", "march": "march", "april": "april apr",
+        "june": "june jun", "july": "july jul", "august": "august aug", "september": "september sep sept",
+        "october": "october oct", "november": "november nov", "december": "december dec",
+        "morning": "morning mornings", "afternoon": "afternoon afternoons", "evening": "evening evenings",
+        "night": "night nights nightly overnight", "noon": "noon midday", "midnight": "midnight",
+        "am": "am", "pm": "pm",
+        "millisecond": "ms millisecond milliseconds msec", "second": "second seconds sec secs",
+        "minute": "minute minutes min mins", "hour": "hour hours hourly hr hrs",
+        "day": "day days daily", "week": "week weeks weekly", "month": "month months monthly",
+        "quarter": "quarter quarters quarterly", "year": "year years yearly annually annual",
+        "kb": "kb kib kilobyte kilobytes", "mb": "mb mib megabyte megabytes",
+        "gb": "gb gib gigabyte gigabytes", "tb": "tb tib terabyte terabytes",
+        "percent": "percent", "staging": "staging", "production": "production prod",
+        "development": "development", "sandbox": "sandbox",
+        "windows": "windows", "macos": "macos osx", "linux": "linux", "ios": "ios", "android": "android",
+    }
+)  # fmt: skip
+
+# pairs of opposite words: statements using opposite sides are different facts
+_POLAR_PAIRS = [
+    ("enable enabled enables enabling", "disable disabled disables disabling"),
+    ("true", "false"),
+    ("allow allowed allows permit permitted", "deny denied denies forbid forbidden block blocked disallow disallowed prohibited"),
+    ("public", "private"),
+    ("minimum least lowest", "maximum max most highest"),
+    ("increase increased increases raise raised", "decrease decreased decreases reduce reduced"),
+    ("before prior", "after"),
+    ("more higher greater larger bigger", "less fewer lower smaller"),
+    ("faster quicker", "slower"),
+    ("sync synchronous synchronously", "async asynchronous asynchronously"),
+    ("required mandatory", "optional"),
+    ("success succeeded succeeds passed passes", "failure failed fails"),
+    ("like likes love loves prefer prefers", "dislike dislikes hate hates"),
+    ("internal", "external"),
+    ("inbound incoming", "outbound outgoing"),
+    ("ascending", "descending"),
+    ("light", "dark"),
+    ("oldest earliest", "newest latest"),
+    ("accept accepted accepts approve approved", "reject rejected rejects"),
+    ("include included includes", "exclude excluded excludes"),
+    ("online", "offline"),
+    ("frontend", "backend"),
+    ("client", "server"),
+]  # fmt: skip
+_POLAR = [(frozenset(a.split()), frozenset(b.split())) for a, b in _POLAR_PAIRS]
+
+_NEGATIONS = frozenset(
+    "not no never cannot without none nothing nobody neither nor nowhere".split()
+)
+
+
+def detail_signature(text: str) -> tuple:
+    """What two statements must share to count as the same fact (see module doc)."""
+    lowered = text.lower().replace("\u2019", "'")
+    details = set()
+    for number in _NUMBER_RE.findall(lowered):
+        if re.fullmatch(r"\d{1,3}(?:,\d{3})+", number):
+            number = number.replace(",", "")
+        details.add(number)
+    words = _WORD_RE.findall(lowered)
+    negated = False
+    for word in words:
+        if word in _NEGATIONS or word.endswith("n't"):
+            negated = True
+        elif word in _NUMBER_WORDS:
+            details.add(_NUMBER_WORDS[word])
+        elif word in _DETAIL_WORDS:
+            details.add(_DETAIL_WORDS[word])
+    # "May" is a month only when capitalised mid-text ("due in May", not "we may")
+    if re.search(r"(?<![.!?]\s)(?<!^)\bMay\b", text):
+        details.add("may")
+    present = set(words)
+    polarity = tuple((1 if present & a else 0) - (1 if present & b else 0) for a, b in _POLAR)
+    return (frozenset(details), negated, polarity)
+
+
+def sentence_pieces(text: str) -> list[str]:
+    """``text`` cut after each sentence end; together the pieces hold every character.
+
+    Unlike :func:`split_sentences` nothing is dropped: code blocks, list markers and
+    headings stay attached to the piece they precede.
+    """
+    pieces = []
+    start = 0
+    for _, end in split_sentences(text):
+        if end > start:
+            pieces.append(text[start:end])
+            start = end
+    pieces.append(text[start:])
+    return [p.strip() for p in pieces if p.strip()]
+
+
+def piece_key(piece: str) -> str:
+    """Comparison key: case-folded, whitespace collapsed, without trailing punctuation."""
+    return " ".join(piece.casefold().split()).rstrip(" .!?;:,")
+
+
+def merge_texts(texts: Sequence[str]) -> str:
+    """The first text verbatim, then every sentence of the others it does not contain yet.
+
+    Each later text contributes its new sentences (in their order) as one line.
+    """
+    if not texts:
+        return ""
+    merged = texts[0].strip()
+    seen = {piece_key(p) for p in sentence_pieces(merged)}
+    for text in texts[1:]:
+        fresh = []
+        for piece in sentence_pieces(text):
+            key = piece_key(piece)
+            if key and key not in seen:
+                seen.add(key)
+                fresh.append(piece)
+        if fresh:
+            joiner = "\n" if any("\n" in p for p in fresh) else " "
+            merged += "\n" + joiner.join(fresh)
+    return merged
+
+
+def content_covered(original: str, container: str) -> bool:
+    """True when every sentence of ``original`` appears in ``container`` (case/space-insensitive)."""
+    haystack = " ".join(container.casefold().split())
+    return all(piece_key(p) in haystack for p in sentence_pieces(original))

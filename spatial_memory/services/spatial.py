@@ -1,0 +1,277 @@
+"""Spatial navigation: journey (SLERP paths), wander (random walks) and regions (clusters)."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+
+from .. import algorithms as alg
+from ..errors import (
+    InsufficientMemoriesError,
+    JourneyError,
+    MemoryNotFoundError,
+    ValidationError,
+    WanderError,
+)
+from ..filters import build_filter
+from ..records import MemoryRecord, ScoredMemory
+from ..results import (
+    Cluster,
+    ClusterSample,
+    JourneyResult,
+    JourneyStep,
+    MemoryItem,
+    PathMemory,
+    RegionsResult,
+    WanderResult,
+    WanderStep,
+)
+from ..runtime import Resources
+
+# A path point counts as covered when a memory lies this close to it. For MiniLM,
+# sentences on the same subject are typically above 0.5 and paraphrases above 0.8.
+COVERAGE_SIMILARITY = 0.6
+WANDER_CANDIDATES = 10
+REGION_SAMPLES = 3
+MAX_REGION_MEMORIES = 20_000
+
+
+class VersionedCache:
+    """A small LRU of results keyed by (table version, arguments): a changed store misses."""
+
+    def __init__(self, size: int = 8) -> None:
+        self._items: OrderedDict[Any, Any] = OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()
+
+    def get(self, key: Any) -> Any:
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+        return None
+
+    def put(self, key: Any, value: Any) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+
+
+def _path_memory(hit: ScoredMemory) -> PathMemory:
+    r = hit.record
+    return PathMemory(id=r.id, content=r.content, namespace=r.namespace, similarity=round(hit.similarity, 6))
+
+
+class SpatialService:
+    def __init__(self, resources: Resources) -> None:
+        self._r = resources
+        self._regions_cache = VersionedCache()
+
+    def _fetch_with_vectors(self, ids: list[str]) -> dict[str, MemoryRecord]:
+        return {r.id: r for r in self._r.store().get_many(ids, with_vectors=True)}
+
+    # ---- journey -----------------------------------------------------------------------
+
+    def journey(
+        self,
+        start_id: str,
+        end_id: str,
+        *,
+        steps: int = 10,
+        namespace: str | None = None,
+        neighbors_per_step: int = 3,
+        include_positions: bool = False,
+    ) -> JourneyResult:
+        found = self._fetch_with_vectors([start_id, end_id])
+        missing = [i for i in (start_id, end_id) if i not in found]
+        if missing:
+            raise MemoryNotFoundError(f"Memory not found: {', '.join(missing)}. Use recall to find memory ids.")
+        v0, v1 = found[start_id].vector, found[end_id].vector
+        try:
+            ts = alg.interpolation_ts(steps)
+            points = alg.slerp(v0, v1, ts)
+        except ValueError as exc:
+            raise JourneyError(f"cannot interpolate between these memories: {exc}") from exc
+        store = self._r.store()
+        flt = build_filter(namespace=namespace)
+        journey_steps = []
+        covered = 0
+        for i, (t, point) in enumerate(zip(ts, points)):
+            hits = store.search(point, neighbors_per_step, flt)
+            nearest = hits[0].similarity if hits else 0.0
+            covered += nearest >= COVERAGE_SIMILARITY
+            journey_steps.append(
+                JourneyStep(
+                    step=i,
+                    t=round(float(t), 6),
+                    position=[round(float(x), 6) for x in point] if include_positions else None,
+                    nearby_memories=[_path_memory(h) for h in hits],
+                    distance_to_path=round(1.0 - nearest, 6),
+                )
+            )
+        return JourneyResult(
+            start_id=start_id,
+            end_id=end_id,
+            steps=journey_steps,
+            path_coverage=round(covered / len(journey_steps), 6),
+            start_end_similarity=round(float(np.clip(np.dot(v0, v1), -1.0, 1.0)), 6),
+            coverage_similarity=COVERAGE_SIMILARITY,
+        )
+
+    # ---- wander ------------------------------------------------------------------------
+
+    def _wander_start(
+        self, start_id: str | None, seed: str | None, namespace: str | None, rng: np.random.Generator
+    ) -> tuple[MemoryRecord, float]:
+        store = self._r.store()
+        flt = build_filter(namespace=namespace)
+        if start_id is not None and seed is not None:
+            raise ValidationError("give start_id or seed, not both")
+        if start_id is not None:
+            record = store.get(start_id, with_vector=True)
+            if record is None:
+                raise MemoryNotFoundError(f"Memory not found: {start_id}. Use recall to find memory ids.")
+            return record, 1.0
+        total = store.count(flt)
+        if total == 0:
+            where = f" in namespace '{namespace}'" if namespace else ""
+            raise ValidationError(f"No memories available for wander{where}; remember something first")
+        if seed is not None:
+            if not seed.strip():
+                raise ValidationError("seed cannot be empty")
+            hits = store.search(self._r.embedder.embed_query(seed), 1, flt, with_vectors=True)
+            return hits[0].record, hits[0].similarity
+        record = store.nth(int(rng.integers(total)), flt, with_vector=True)
+        if record is None:
+            raise WanderError("the store changed while picking a random start; try again")
+        return record, 1.0
+
+    def wander(
+        self,
+        *,
+        start_id: str | None = None,
+        seed: str | None = None,
+        steps: int = 10,
+        temperature: float = 0.5,
+        namespace: str | None = None,
+        random_seed: int | None = None,
+    ) -> WanderResult:
+        rng = np.random.default_rng(random_seed)
+        current, start_similarity = self._wander_start(start_id, seed, namespace, rng)
+        store = self._r.store()
+        flt = build_filter(namespace=namespace)
+        visited = {current.id}
+        walk = [
+            WanderStep(
+                step=0,
+                memory=MemoryItem.of(ScoredMemory(current, start_similarity)),
+                similarity_to_previous=1.0,
+                selection_probability=1.0,
+            )
+        ]
+        total_distance = 0.0
+        end_reason = None
+        for step in range(1, steps + 1):
+            hits = store.search(current.vector, WANDER_CANDIDATES + len(visited), flt, with_vectors=True)
+            candidates = [h for h in hits if h.record.id not in visited][:WANDER_CANDIDATES]
+            if not candidates:
+                end_reason = "no unvisited memories left to wander to"
+                break
+            probabilities = alg.softmax_probabilities(np.array([h.similarity for h in candidates]), temperature)
+            chosen = alg.choose(probabilities, rng)
+            hit = candidates[chosen]
+            total_distance += 1.0 - hit.similarity
+            visited.add(hit.record.id)
+            walk.append(
+                WanderStep(
+                    step=step,
+                    memory=MemoryItem.of(hit),
+                    similarity_to_previous=round(hit.similarity, 6),
+                    selection_probability=round(float(probabilities[chosen]), 6),
+                )
+            )
+            current = hit.record
+        return WanderResult(
+            start_id=walk[0].memory.id,
+            steps=walk,
+            total_distance=round(total_distance, 6),
+            ended_early=end_reason is not None,
+            end_reason=end_reason,
+        )
+
+    # ---- regions -----------------------------------------------------------------------
+
+    def regions(
+        self,
+        *,
+        namespace: str | None = None,
+        min_cluster_size: int = 3,
+        max_clusters: int | None = None,
+        include_members: bool = False,
+    ) -> RegionsResult:
+        store = self._r.store()
+        key = (store.version, namespace, min_cluster_size, max_clusters, include_members)
+        cached = self._regions_cache.get(key)
+        if cached is not None:
+            return cached
+        flt = build_filter(namespace=namespace)
+        records = store.scan(flt, with_vectors=True)
+        minimum = 2 * min_cluster_size
+        if len(records) < minimum:
+            where = f" in namespace '{namespace}'" if namespace else ""
+            raise InsufficientMemoriesError(
+                f"regions needs at least {minimum} memories (2 x min_cluster_size){where}; found {len(records)}. "
+                "Store more memories or lower min_cluster_size."
+            )
+        sampled = len(records) > MAX_REGION_MEMORIES
+        if sampled:
+            keep = np.random.default_rng(0).choice(len(records), MAX_REGION_MEMORIES, replace=False)
+            records = [records[i] for i in sorted(keep)]
+        vectors = np.stack([r.vector for r in records])
+        result = alg.cluster_vectors(vectors, min_cluster_size)
+        labels = alg.limit_clusters(result.labels, max_clusters)
+        cluster_ids = sorted(set(labels.tolist()) - {-1})
+        keywords = alg.class_tfidf_keywords(
+            [[records[i].content for i in np.flatnonzero(labels == c)] for c in cluster_ids], top_n=5
+        )
+        clusters = []
+        for c, words in zip(cluster_ids, keywords):
+            members = np.flatnonzero(labels == c)
+            member_vectors = vectors[members]
+            centroid = member_vectors.mean(axis=0)
+            centroid /= max(float(np.linalg.norm(centroid)), 1e-12)
+            sims = member_vectors @ centroid
+            order = np.argsort(-sims, kind="stable")
+            samples = [
+                ClusterSample(
+                    id=records[members[j]].id,
+                    content=records[members[j]].content,
+                    similarity=round(float(sims[j]), 6),
+                )
+                for j in order[: REGION_SAMPLES + 1]
+            ]
+            clusters.append(
+                Cluster(
+                    cluster_id=c,
+                    size=len(members),
+                    keywords=words,
+                    representative_memory=samples[0],
+                    sample_memories=samples[1:],
+                    coherence=round(alg.coherence(member_vectors), 6),
+                    member_ids=[records[m].id for m in members] if include_members else None,
+                )
+            )
+        regions = RegionsResult(
+            clusters=clusters,
+            total_memories=len(records),
+            noise_count=int((labels == -1).sum()),
+            clustering_quality=round(alg.silhouette(vectors, labels), 6),
+            sampled=sampled,
+        )
+        self._regions_cache.put(key, regions)
+        return regions

@@ -1,0 +1,158 @@
+"""visualize: project memories to 2-D/3-D (UMAP on cosine geometry) and draw them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import algorithms as alg
+from .. import render
+from ..errors import InsufficientMemoriesError, MemoryNotFoundError, VisualizationError
+from ..filters import build_filter
+from ..records import MemoryRecord
+from ..results import VisualCluster, VisualEdge, VisualizeResult, VisualNode
+from ..runtime import Resources
+from .spatial import VersionedCache
+
+EDGE_NEIGHBORS = 3
+MIN_EDGE_SIMILARITY = 0.3
+
+
+def _select(records: list[MemoryRecord], limit: int, pinned: set[str]) -> list[MemoryRecord]:
+    """At most `limit` memories: pinned (highlighted) first, then by importance, then recency."""
+    if len(records) <= limit:
+        return records
+    ranked = sorted(records, key=lambda r: (r.id not in pinned, -r.importance, -r.created_at.timestamp()))
+    return ranked[:limit]
+
+
+class VisualizationService:
+    def __init__(self, resources: Resources) -> None:
+        self._r = resources
+        self._cache = VersionedCache()
+
+    def visualize(
+        self,
+        *,
+        memory_ids: list[str] | None = None,
+        namespace: str | None = None,
+        format: str = "json",
+        dimensions: int = 2,
+        include_edges: bool = True,
+        max_memories: int = 500,
+        highlight_ids: list[str] | None = None,
+    ) -> VisualizeResult:
+        store = self._r.store()
+        highlights = set(highlight_ids or [])
+        key = (
+            store.version,
+            tuple(memory_ids) if memory_ids is not None else None,
+            namespace,
+            format,
+            dimensions,
+            include_edges,
+            max_memories,
+            tuple(sorted(highlights)),
+        )
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached.model_copy(update={"cached": True})
+
+        if memory_ids:
+            records = store.get_many(memory_ids, with_vectors=True)
+            if not records:
+                raise MemoryNotFoundError("None of the memory_ids exist. Use recall to find memory ids.")
+        else:
+            records = store.scan(build_filter(namespace=namespace), with_vectors=True)
+        if not records:
+            where = f" in namespace '{namespace}'" if namespace else ""
+            raise InsufficientMemoriesError(f"visualize needs at least 1 memory{where}; found 0")
+        records = _select(records, max_memories, highlights)
+        vectors = np.stack([r.vector for r in records])
+
+        try:
+            coords = alg.normalize_coordinates(alg.project(vectors, dimensions))
+            labels = (
+                alg.cluster_vectors(vectors, 3).labels if len(records) >= 6 else np.full(len(records), -1)
+            )
+        except Exception as exc:
+            raise VisualizationError(f"projection failed: {exc}") from exc
+
+        nodes = [
+            VisualNode(
+                id=r.id,
+                x=round(float(coords[i, 0]), 5),
+                y=round(float(coords[i, 1]), 5) if dimensions > 1 else 0.0,
+                z=round(float(coords[i, 2]), 5) if dimensions > 2 else None,
+                label=render.truncate(r.content, 60),
+                cluster=int(labels[i]),
+                importance=round(float(r.importance), 4),
+                highlighted=r.id in highlights,
+            )
+            for i, r in enumerate(records)
+        ]
+        clusters = self._clusters(records, labels, coords, dimensions)
+        edges = self._edges(records, vectors) if include_edges else []
+        bounds = {
+            "x_min": float(coords[:, 0].min()),
+            "x_max": float(coords[:, 0].max()),
+            "y_min": float(coords[:, 1].min()) if dimensions > 1 else 0.0,
+            "y_max": float(coords[:, 1].max()) if dimensions > 1 else 0.0,
+        }
+        if dimensions > 2:
+            bounds |= {"z_min": float(coords[:, 2].min()), "z_max": float(coords[:, 2].max())}
+
+        if format == "json":
+            result = VisualizeResult(
+                format="json", node_count=len(nodes), nodes=nodes, edges=edges, clusters=clusters, bounds=bounds
+            )
+        elif format == "mermaid":
+            result = VisualizeResult(
+                format="mermaid", node_count=len(nodes), output=render.mermaid(nodes, edges, clusters)
+            )
+        else:
+            contents = {r.id: r.content for r in records}
+            result = VisualizeResult(
+                format="svg", node_count=len(nodes), output=render.svg(nodes, edges, clusters, contents=contents)
+            )
+        self._cache.put(key, result)
+        return result
+
+    def _clusters(
+        self, records: list[MemoryRecord], labels: np.ndarray, coords: np.ndarray, dimensions: int
+    ) -> list[VisualCluster]:
+        ids = sorted(set(labels.tolist()) - {-1})
+        keywords = alg.class_tfidf_keywords(
+            [[records[i].content for i in np.flatnonzero(labels == c)] for c in ids], top_n=3
+        )
+        clusters = []
+        for c, words in zip(ids, keywords):
+            members = labels == c
+            center = coords[members].mean(axis=0)
+            clusters.append(
+                VisualCluster(
+                    id=c,
+                    label=", ".join(words[:3]) or f"region {c}",
+                    color=render.cluster_color(c),
+                    size=int(members.sum()),
+                    center_x=round(float(center[0]), 5),
+                    center_y=round(float(center[1]), 5) if dimensions > 1 else 0.0,
+                    center_z=round(float(center[2]), 5) if dimensions > 2 else None,
+                )
+            )
+        return clusters
+
+    def _edges(self, records: list[MemoryRecord], vectors: np.ndarray) -> list[VisualEdge]:
+        """Each memory's strongest links, deduplicated and capped at 2 per node overall."""
+        if len(records) < 2:
+            return []
+        indices, sims = alg.cosine_knn(vectors, EDGE_NEIGHBORS)
+        pairs: dict[tuple[int, int], float] = {}
+        for i in range(len(records)):
+            for j, s in zip(indices[i], sims[i]):
+                if s >= MIN_EDGE_SIMILARITY:
+                    pairs[(min(i, int(j)), max(i, int(j)))] = float(s)
+        strongest = sorted(pairs.items(), key=lambda kv: -kv[1])[: 2 * len(records)]
+        return [
+            VisualEdge(from_id=records[a].id, to_id=records[b].id, weight=round(min(1.0, w), 4))
+            for (a, b), w in strongest
+        ]
