@@ -70,7 +70,10 @@ _DETAIL_WORDS = _canon(
 _POLAR_PAIRS = [
     ("enable enabled enables enabling", "disable disabled disables disabling"),
     ("true", "false"),
-    ("allow allowed allows permit permitted", "deny denied denies forbid forbidden block blocked disallow disallowed prohibited"),
+    (
+        "allow allowed allows permit permitted",
+        "deny denied denies forbid forbidden block blocked disallow disallowed prohibited",
+    ),
     ("public", "private"),
     ("minimum least lowest", "maximum max most highest"),
     ("increase increased increases raise raised", "decrease decreased decreases reduce reduced"),
@@ -94,9 +97,7 @@ _POLAR_PAIRS = [
 ]  # fmt: skip
 _POLAR = [(frozenset(a.split()), frozenset(b.split())) for a, b in _POLAR_PAIRS]
 
-_NEGATIONS = frozenset(
-    "not no never cannot without none nothing nobody neither nor nowhere".split()
-)
+_NEGATIONS = frozenset("not no never cannot without none nothing nobody neither nor nowhere".split())
 
 
 def detail_signature(text: str) -> tuple:

@@ -460,6 +460,7 @@ _RULES = [
     ("decision", 0.6, _rx(r"\b(?:approved|signed\s+off|green[\s-]?lit|we(?:'ll|\s+will|\s+are\s+going\s+to)\s+\w+)\b")),
     # ---- solution
     ("solution", 0.8, _rx(r"\bthe\s+(?:fix|solution|workaround|remedy|answer|trick|resolution)\s+(?:was|is|here\s+is|would\s+be)\b"
+                        r"|\bthe\s+(?:fix|solution|workaround|remedy|answer|resolution)\s+(?:to|for)\s+[^.?!]{1,60}?\s+(?:was|is|would\s+be)\b"
                         r"|^(?:fix|solution|workaround|resolution)\s*:|\b(?:fixed|solved|resolved|worked\s+around|mitigated)\s+(?:it\s+|this\s+)?by\b"
                         r"|\bto\s+(?:fix|solve|resolve|work\s+around|avoid)\s+(?:this|it|that|the\s+\w+)\s*,"
                         r"|\bthe\s+trick\s+is\b|\b(?:fixes|fixed|resolves|resolved|solves|solved|avoids|avoided|prevents|prevented|mitigates|works\s+around)\s+(?:it|this|that|the\s+(?:issue|problem|error|bug|crash|leak))\b"

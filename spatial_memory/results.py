@@ -302,3 +302,69 @@ class ConsolidateResult(BaseModel):
     memories_deleted: int
     groups: list[ConsolidationGroup] = Field(description="The processed groups (at most max_groups), largest first.")
     dry_run: bool
+
+
+# ---- search and portability -------------------------------------------------------------------
+
+
+class HybridMemoryItem(MemoryItem):
+    vector_score: float | None = Field(
+        None, description="Cosine similarity from the vector search; null when the memory was not among its results."
+    )
+    fts_score: float | None = Field(
+        None,
+        description="BM25 keyword score divided by the best keyword score for this query (1.0 = best keyword "
+        "match, 0-1); null when the memory did not match by keyword.",
+    )
+    score: float = Field(description="Weighted reciprocal-rank-fusion score the results are ordered by.")
+
+
+class HybridRecallResult(BaseModel):
+    query: str
+    alpha: float
+    memories: list[HybridMemoryItem]
+    total: int
+    search_type: str = Field(description="hybrid, vector (alpha=1.0) or keyword (alpha=0.0).")
+
+
+class ExportResult(BaseModel):
+    format: str
+    output_path: str = Field(description="The absolute path written.")
+    memories_exported: int
+    file_size_bytes: int
+    file_size_mb: float
+    namespaces_included: list[str]
+    duration_seconds: float
+    compression: str | None = Field(None, description="zstd for parquet; null for json and csv.")
+    include_vectors: bool
+
+
+class ImportValidationError(BaseModel):
+    row_number: int = Field(description="1-based position of the record in the file (a CSV header is not counted).")
+    field: str
+    error: str
+    value: str | None = Field(None, description="The offending value, truncated to 100 characters.")
+
+
+class ImportedMemoryPreview(BaseModel):
+    id: str
+    content_preview: str
+    namespace: str
+
+
+class ImportResult(BaseModel):
+    source_path: str = Field(description="The absolute path read.")
+    format: str
+    total_records_in_file: int
+    memories_imported: int = Field(description="Memories stored (always 0 on a dry run; see would_import).")
+    memories_skipped: int = Field(description="Valid records skipped as duplicates (deduplicate=true).")
+    memories_failed: int = Field(description="Records that failed validation.")
+    validation_errors: list[ImportValidationError] = Field(description="One entry per bad field (at most 100).")
+    namespace_override: str | None = None
+    duration_seconds: float
+    dry_run: bool
+    imported_memories: list[ImportedMemoryPreview] = Field(description="The first 10 memories imported.")
+    would_import: int = Field(description="Memories a real run stores (dry run), or stored.")
+    new_ids_assigned: int = Field(
+        description="Records given a new id because theirs was missing, not a UUID, repeated, or already in the store."
+    )

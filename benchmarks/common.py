@@ -1,0 +1,149 @@
+"""Shared benchmark plumbing: spawn the real server over stdio, time calls, read RSS."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+def server_params(store: Path, **env: str):
+    from mcp.client.stdio import StdioServerParameters
+
+    base = {k: v for k, v in os.environ.items() if not k.startswith("SPATIAL_MEMORY_")}
+    base.update({"SPATIAL_MEMORY_PATH": str(store), "HF_HUB_OFFLINE": "1"}, **env)
+    return StdioServerParameters(command=sys.executable, args=["-m", "spatial_memory"], env=base, cwd=str(store.parent))
+
+
+def child_pids() -> list[int]:
+    me = os.getpid()
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == me:
+                pids.append(int(entry.name))
+    return pids
+
+
+def rss_mb(pid: int) -> dict[str, float]:
+    """Current and peak resident memory of a process (Linux /proc)."""
+    values = {}
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(("VmRSS:", "VmHWM:")):
+                key, value = line.split(":")
+                values["rss_mb" if key == "VmRSS" else "peak_rss_mb"] = round(int(value.split()[0]) / 1024, 1)
+    except OSError:
+        pass
+    return values
+
+
+def open_fds(pid: int) -> int:
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return -1
+
+
+@asynccontextmanager
+async def server(store: Path, **env: str) -> AsyncIterator[tuple[Any, int | None]]:
+    """An initialized client session to a freshly spawned server, and the server's pid."""
+    from mcp import Client
+
+    before = set(child_pids())
+    async with Client(server_params(store, **env), read_timeout_seconds=600) as client:
+        spawned = [p for p in child_pids() if p not in before]
+        yield client, (spawned[0] if spawned else None)
+
+
+async def call(client, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    result = await client.call_tool(name, args)
+    if result.is_error:
+        raise RuntimeError(f"{name} failed: {result.structured_content}")
+    return result.structured_content
+
+
+def percentiles(samples_ms: list[float]) -> dict[str, float]:
+    ordered = sorted(samples_ms)
+
+    def pct(p: float) -> float:
+        return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+    return {
+        "p50_ms": round(statistics.median(ordered), 2),
+        "p95_ms": round(pct(95), 2),
+        "mean_ms": round(statistics.fmean(ordered), 2),
+        "n": len(ordered),
+    }
+
+
+def print_table(title: str, rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        return
+    columns = list(dict.fromkeys(k for row in rows for k in row))
+    widths = {c: max(len(c), *(len(str(r.get(c, ""))) for r in rows)) for c in columns}
+    print(f"\n## {title}\n")
+    print("| " + " | ".join(c.ljust(widths[c]) for c in columns) + " |")
+    print("|" + "|".join("-" * (widths[c] + 2) for c in columns) + "|")
+    for row in rows:
+        print("| " + " | ".join(str(row.get(c, "")).ljust(widths[c]) for c in columns) + " |")
+    sys.stdout.flush()
+
+
+def write_json(name: str, payload: dict[str, Any]) -> Path:
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = RESULTS_DIR / f"{name}.json"
+    payload = {"generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "machine": machine(), **payload}
+    path.write_text(json.dumps(payload, indent=2) + "\n")
+    return path
+
+
+def machine() -> dict[str, Any]:
+    import platform
+
+    mem = 0
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                mem = int(line.split()[1]) // 1024
+    except OSError:
+        pass
+    return {
+        "cpus": os.cpu_count(),
+        "memory_mb": mem,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+    }
+
+
+def short_texts(n: int, seed: int = 0) -> list[str]:
+    """Varied short memory-like sentences (deterministic; no external data)."""
+    import random
+
+    rng = random.Random(seed)
+    subjects = ["The deploy script", "Our API", "The billing service", "Alice", "The nightly job", "The cache layer",
+                "The mobile app", "Bob", "The search index", "The staging cluster", "The design doc", "Carol"]
+    verbs = ["now uses", "depends on", "was migrated to", "should avoid", "times out with", "is documented in",
+             "was rewritten for", "prefers", "logs errors to", "is blocked by"]
+    objects = ["PostgreSQL 16", "a Redis cluster", "the new auth flow", "gRPC streaming", "S3 lifecycle rules",
+               "feature flags", "the on-call rotation", "Kubernetes 1.31", "a retry budget", "structured logging",
+               "the quarterly roadmap", "vector search", "TypeScript strict mode", "the EU data residency rule"]
+    tails = ["since Monday.", "per the last review.", "until further notice.", "after the incident.", "in prod.",
+             "for the beta.", "as agreed with the team.", "to cut latency.", ""]
+    return [
+        f"{rng.choice(subjects)} {rng.choice(verbs)} {rng.choice(objects)} {rng.choice(tails)} (note {i})".strip()
+        for i in range(n)
+    ]

@@ -1,0 +1,306 @@
+"""The benchmark suite: drives the real server over stdio and prints tables + writes JSON.
+
+    python -m benchmarks.run                 # fast subset (< 10 min on 2 cores)
+    python -m benchmarks.run --large         # adds 100,000 and 1,000,000 memories
+    python -m benchmarks.run --only cold_start,latency
+
+Results go to benchmarks/results/<section>.json and are summarized in docs/BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from . import locomo
+from .common import call, open_fds, percentiles, print_table, rss_mb, server, short_texts, write_json
+
+SECTIONS = ("cold_start", "ingest", "latency", "spatial", "quality")
+
+
+def _fresh_store(root: Path, name: str, models: Path | None) -> Path:
+    store = root / name
+    store.mkdir(parents=True)
+    if models is not None:
+        # Share the once-built ONNX graph, as every start after the first does.
+        (store / "models").symlink_to(models)
+    return store
+
+
+async def cold_start(root: Path, runs: int = 5) -> dict[str, Any]:
+    first_store = _fresh_store(root, "cold-first", None)
+    rows = []
+    for run in range(runs + 1):
+        store = first_store if run == 0 else _fresh_store(root, f"cold-{run}", first_store / "models")
+        t0 = time.perf_counter()
+        async with server(store) as (client, pid):
+            t_init = time.perf_counter() - t0
+            await client.list_tools()
+            t_list = time.perf_counter() - t0
+            await call(client, "remember", {"content": "The first memory of this store."})
+            t_remember = time.perf_counter() - t0
+            await call(client, "recall", {"query": "first memory"})
+            t_recall = time.perf_counter() - t0
+            memory = rss_mb(pid) if pid else {}
+        rows.append(
+            {
+                "run": "first ever (builds ONNX graph)" if run == 0 else f"#{run}",
+                "initialize_s": round(t_init, 3),
+                "tools_list_s": round(t_list, 3),
+                "first_remember_s": round(t_remember, 3),
+                "first_recall_s": round(t_recall, 3),
+                "peak_rss_mb": memory.get("peak_rss_mb"),
+            }
+        )
+    warm = rows[1:]
+
+    def median(key: str) -> float:
+        values = sorted(r[key] for r in warm)
+        return values[len(values) // 2]
+
+    summary = {k: median(k) for k in ("initialize_s", "tools_list_s", "first_remember_s", "first_recall_s")}
+    print_table("Cold start (spawn -> ..., seconds)", rows + [{"run": "median of warm runs", **summary}])
+    return {"runs": rows, "median": summary}
+
+
+def raw_model_throughput(texts: list[str]) -> dict[str, float]:
+    """The embedding model alone, in this process: the physical limit for ingest."""
+    from spatial_memory.config import Settings
+    from spatial_memory.embeddings import EmbeddingRouter
+
+    settings = Settings()
+    router = EmbeddingRouter(cache_dir=Path(tempfile.mkdtemp()) / "models", batch_size=settings.embedding_batch_size)
+    router.load()
+    router.embed_documents(texts[:16])
+    t = time.perf_counter()
+    router.embed_documents(texts)
+    batched = len(texts) / (time.perf_counter() - t)
+    sample = texts[:300]
+    t = time.perf_counter()
+    for text in sample:
+        router.embed_query(text)
+    single = len(sample) / (time.perf_counter() - t)
+    return {"batched_per_s": round(batched, 1), "one_at_a_time_per_s": round(single, 1)}
+
+
+async def ingest(root: Path, sizes: tuple[int, ...]) -> dict[str, Any]:
+    models = root / "cold-first" / "models"
+    rows = []
+    for n in sizes:
+        texts = short_texts(n, seed=n)
+        raw = raw_model_throughput(texts)
+        store = _fresh_store(root, f"ingest-batch-{n}", models if models.exists() else None)
+        async with server(store) as (client, pid):
+            await call(client, "remember", {"content": "warm-up"})
+            t = time.perf_counter()
+            for start in range(0, n, 100):
+                await call(client, "remember_batch", {"memories": [{"content": c} for c in texts[start : start + 100]]})
+            batch_rate = n / (time.perf_counter() - t)
+            batch_rss = rss_mb(pid) if pid else {}
+        store = _fresh_store(root, f"ingest-single-{n}", models if models.exists() else None)
+        single_n = min(n, 2000)
+        async with server(store) as (client, pid):
+            await call(client, "remember", {"content": "warm-up"})
+            t = time.perf_counter()
+            for text in texts[:single_n]:
+                await call(client, "remember", {"content": text})
+            single_rate = single_n / (time.perf_counter() - t)
+        rows.append(
+            {
+                "memories": n,
+                "remember_batch_per_s": round(batch_rate, 1),
+                "model_raw_batched_per_s": raw["batched_per_s"],
+                "batch_vs_raw": f"{batch_rate / raw['batched_per_s']:.0%}",
+                "remember_one_by_one_per_s": round(single_rate, 1),
+                "one_by_one_measured_over": single_n,
+                "model_raw_single_per_s": raw["one_at_a_time_per_s"],
+                "peak_rss_mb": batch_rss.get("peak_rss_mb"),
+            }
+        )
+    print_table("Ingest throughput (memories per second)", rows)
+    return {"rows": rows}
+
+
+def build_synthetic_store(path: Path, n: int, seed: int = 0) -> None:
+    """A store of n memories with realistic text and synthetic clustered unit vectors (large sizes only)."""
+    import numpy as np
+
+    from spatial_memory.records import MemoryRecord, new_id
+    from spatial_memory.store import MemoryStore
+
+    rng = np.random.default_rng(seed)
+    store = MemoryStore(path / "lancedb", "all-MiniLM-L6-v2", 384, compact_fragment_threshold=10**9)
+    centers = rng.normal(size=(200, 384)).astype(np.float32)
+    texts = short_texts(min(n, 50_000), seed=seed)
+    chunk = 50_000
+    for start in range(0, n, chunk):
+        m = min(chunk, n - start)
+        vectors = centers[rng.integers(0, 200, m)] + rng.normal(scale=0.6, size=(m, 384)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        records = [
+            MemoryRecord(
+                id=new_id(),
+                content=texts[(start + i) % len(texts)],
+                namespace=f"ns{(start + i) % 10}",
+                vector=vectors[i],
+            )
+            for i in range(m)
+        ]
+        store.add(records)
+    store.compact()
+
+
+async def latency(root: Path, sizes: tuple[int, ...], queries: int = 200) -> dict[str, Any]:
+    rows = []
+    models = root / "cold-first" / "models"
+    for n in sizes:
+        existing = root / f"ingest-batch-{n}"
+        if existing.exists():
+            store = existing
+        else:
+            store = _fresh_store(root, f"latency-{n}", models if models.exists() else None)
+            t = time.perf_counter()
+            build_synthetic_store(store, n)
+            print(f"built synthetic store of {n:,} in {time.perf_counter() - t:.1f} s")
+        questions = short_texts(queries, seed=12345)
+        async with server(store) as (client, pid):
+            tools = {t.name for t in (await client.list_tools()).tools}
+            await call(client, "recall", {"query": "warm-up"})
+            ids = [m["id"] for m in (await call(client, "recall", {"query": "deploy", "limit": 50}))["memories"]]
+            row: dict[str, Any] = {"memories": n}
+            timings: dict[str, list[float]] = {"recall": [], "recall_ns": [], "hybrid_recall": [], "nearby": []}
+            fds_before = open_fds(pid) if pid else -1
+            for i, q in enumerate(questions):
+                for name, args in (
+                    ("recall", {"query": q, "limit": 10}),
+                    ("recall_ns", {"query": q, "limit": 10, "namespace": "ns3"}),
+                    ("hybrid_recall", {"query": q, "limit": 10}),
+                    ("nearby", {"memory_id": ids[i % len(ids)], "limit": 10}),
+                ):
+                    tool = "recall" if name == "recall_ns" else name
+                    if tool not in tools:
+                        continue
+                    t = time.perf_counter()
+                    await call(client, tool, args)
+                    timings[name].append((time.perf_counter() - t) * 1000)
+            for name, samples in timings.items():
+                if samples:
+                    stats = percentiles(samples)
+                    row[f"{name}_p50_ms"] = stats["p50_ms"]
+                    row[f"{name}_p95_ms"] = stats["p95_ms"]
+            memory = rss_mb(pid) if pid else {}
+            row["peak_rss_mb"] = memory.get("peak_rss_mb")
+            row["open_fds_before_after"] = f"{fds_before}->{open_fds(pid) if pid else -1}"
+        rows.append(row)
+    print_table("Query latency through the protocol (ms)", rows)
+    return {"rows": rows}
+
+
+async def spatial(root: Path, sizes: tuple[int, ...]) -> dict[str, Any]:
+    rows = []
+    models = root / "cold-first" / "models"
+    for n in sizes:
+        store = _fresh_store(root, f"spatial-{n}", models if models.exists() else None)
+        texts = short_texts(n, seed=7)
+        async with server(store) as (client, pid):
+            for start in range(0, n, 500):
+                await call(client, "remember_batch", {"memories": [{"content": c} for c in texts[start : start + 500]]})
+            row: dict[str, Any] = {"memories": n}
+            for name, args in (
+                ("regions", {"min_cluster_size": 5}),
+                ("visualize", {"max_memories": n, "format": "json"}),
+                ("visualize_svg", {"max_memories": n, "format": "svg"}),
+            ):
+                tool = name.split("_")[0]
+                for attempt in ("first", "repeat"):
+                    t = time.perf_counter()
+                    await call(client, tool, args)
+                    row[f"{name}_{attempt}_s"] = round(time.perf_counter() - t, 3)
+            row["peak_rss_mb"] = (rss_mb(pid) if pid else {}).get("peak_rss_mb")
+        rows.append(row)
+    print_table("regions / visualize (seconds; first call in a fresh server, then repeated)", rows)
+    return {"rows": rows}
+
+
+async def quality(root: Path, alphas: tuple[float, ...] = (0.5,)) -> dict[str, Any]:
+    if not locomo.DEFAULT_PATH.exists():
+        print("LoCoMo data not found; skipping quality")
+        return {}
+    conversations = locomo.load()
+    models = root / "cold-first" / "models"
+    store = _fresh_store(root, "quality", models if models.exists() else None)
+    per_method: dict[str, dict[str, list[dict[str, float]]]] = {}
+    async with server(store) as (client, _pid):
+        tools = {t.name for t in (await client.list_tools()).tools}
+        methods = [("recall", "recall", {})]
+        if "hybrid_recall" in tools:
+            methods += [(f"hybrid_recall a={a}", "hybrid_recall", {"alpha": a}) for a in alphas]
+        for conv in conversations:
+            ids: list[str] = []
+            for start in range(0, len(conv.turns), 200):
+                batch = [
+                    {"content": t.text, "namespace": conv.sample_id, "metadata": {"dia_id": t.dia_id}}
+                    for t in conv.turns[start : start + 200]
+                ]
+                ids += (await call(client, "remember_batch", {"memories": batch}))["ids"]
+            dia_of = {i: t.dia_id for i, t in zip(ids, conv.turns)}
+            for q in conv.questions:
+                for label, tool, extra in methods:
+                    result = await call(client, tool, {"query": q.question, "limit": 10, "namespace": conv.sample_id, **extra})
+                    ranked = [dia_of[m["id"]] for m in result["memories"]]
+                    cat = locomo.CATEGORIES[q.category]
+                    per_method.setdefault(label, {}).setdefault(cat, []).append(locomo.score(ranked, q.evidence))
+    rows = []
+    summary: dict[str, Any] = {}
+    for label, by_cat in per_method.items():
+        overall = [s for cat, scores in by_cat.items() if cat != "adversarial" for s in scores]
+        groups = {"categories 1-4": overall, **by_cat}
+        for cat, scores in groups.items():
+            metrics = {k: round(sum(s[k] for s in scores) / len(scores), 4) for k in scores[0]}
+            rows.append({"method": label, "category": cat, "queries": len(scores), **metrics})
+            summary.setdefault(label, {})[cat] = metrics
+    print_table("Retrieval quality on LoCoMo dev (5 conversations)", rows)
+    return {"rows": rows, "summary": summary}
+
+
+async def main_async(args: argparse.Namespace) -> None:
+    only = set(args.only.split(",")) if args.only else set(SECTIONS)
+    root = Path(tempfile.mkdtemp(prefix="sm-bench-"))
+    results: dict[str, Any] = {}
+    try:
+        if "cold_start" in only or not (root / "cold-first").exists():
+            results["cold_start"] = await cold_start(root, runs=args.runs)
+        if "ingest" in only:
+            results["ingest"] = await ingest(root, (1_000, 10_000))
+        if "latency" in only:
+            sizes = (1_000, 10_000) + ((100_000, 1_000_000) if args.large else ())
+            results["latency"] = await latency(root, sizes)
+        if "spatial" in only:
+            results["spatial"] = await spatial(root, (1_000, 5_000))
+        if "quality" in only:
+            results["quality"] = await quality(root, tuple(float(a) for a in args.alphas.split(",")))
+        for name, payload in results.items():
+            write_json(name, payload)
+        print(f"\nJSON written to {Path(__file__).parent / 'results'}")
+    finally:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--large", action="store_true", help="also measure 100,000 and 1,000,000 memories")
+    parser.add_argument("--only", default="", help=f"comma-separated sections: {', '.join(SECTIONS)}")
+    parser.add_argument("--runs", type=int, default=5, help="cold-start runs (median reported)")
+    parser.add_argument("--alphas", default="0.5", help="hybrid_recall alphas for the quality section")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary stores")
+    asyncio.run(main_async(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
