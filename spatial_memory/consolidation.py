@@ -1,10 +1,11 @@
 """Text helpers for `consolidate` (pure, standard library plus the extraction splitter).
 
-- :func:`detail_signature`: the specifics of a statement (numbers, days, months, time
-  units, environments, negation, polar words such as enabled/disabled). Embeddings
+- :func:`detail_signature` / :func:`polarity`: the specifics of a statement (numbers,
+  days, months, time units, environments, negation; polar words such as
+  enabled/disabled). Embeddings
   barely tell "100 requests per minute" from "1000 requests per hour" (cosine 0.94
   with MiniLM, higher than most paraphrases), so two memories are only near-duplicates
-  when their signatures are equal as well as their vectors close. A paraphrase that
+  when their signatures are equal, they use no opposite words, and their vectors are close. A paraphrase that
   words a detail differently is left alone: not merging is always safe, merging
   look-alikes loses a fact.
 - :func:`merge_texts`: the content of a merged memory, keeping every distinct sentence
@@ -21,7 +22,7 @@ from collections.abc import Sequence
 
 from .extraction import split_sentences
 
-__all__ = ["detail_signature", "sentence_pieces", "piece_key", "merge_texts", "content_covered"]
+__all__ = ["detail_signature", "polarity", "opposed", "sentence_pieces", "piece_key", "merge_texts", "content_covered"]
 
 _NUMBER_RE = re.compile(r"\d+(?:[.,:]\d+)*")
 _WORD_RE = re.compile(r"[a-z]+(?:'[a-z]+)*")
@@ -100,29 +101,44 @@ _POLAR = [(frozenset(a.split()), frozenset(b.split())) for a, b in _POLAR_PAIRS]
 _NEGATIONS = frozenset("not no never cannot without none nothing nobody neither nor nowhere".split())
 
 
-def detail_signature(text: str) -> tuple:
-    """What two statements must share to count as the same fact (see module doc)."""
-    lowered = text.lower().replace("\u2019", "'")
+def _words(text: str) -> list[str]:
+    return _WORD_RE.findall(text.lower().replace("\u2019", "'"))
+
+
+def detail_signature(text: str) -> tuple[frozenset[str], bool]:
+    """(specific details, negated): statements must share both to be the same fact.
+
+    Details are numbers (``1,000`` = ``1000``, small number words included), days,
+    months, times of day, time and size units, environments and platforms.
+    """
     details = set()
-    for number in _NUMBER_RE.findall(lowered):
+    for number in _NUMBER_RE.findall(text):
         if re.fullmatch(r"\d{1,3}(?:,\d{3})+", number):
             number = number.replace(",", "")
         details.add(number)
-    words = _WORD_RE.findall(lowered)
     negated = False
-    for word in words:
+    for word in _words(text):
         if word in _NEGATIONS or word.endswith("n't"):
             negated = True
         elif word in _NUMBER_WORDS:
             details.add(_NUMBER_WORDS[word])
         elif word in _DETAIL_WORDS:
             details.add(_DETAIL_WORDS[word])
-    # "May" is a month only when capitalised mid-text ("due in May", not "we may")
+    # "May" is a month only when capitalised mid-sentence ("due in May", not "we may")
     if re.search(r"(?<![.!?]\s)(?<!^)\bMay\b", text):
         details.add("may")
-    present = set(words)
-    polarity = tuple((1 if present & a else 0) - (1 if present & b else 0) for a, b in _POLAR)
-    return (frozenset(details), negated, polarity)
+    return frozenset(details), negated
+
+
+def polarity(text: str) -> tuple[int, ...]:
+    """Per pair of opposite words (enabled/disabled, light/dark, ...): +1, -1 or 0 (neither or both)."""
+    present = set(_words(text))
+    return tuple((1 if present & a else 0) - (1 if present & b else 0) for a, b in _POLAR)
+
+
+def opposed(p: tuple[int, ...], q: tuple[int, ...]) -> bool:
+    """True when two statements use opposite words of some pair ("enabled" vs "disabled")."""
+    return any(x * y < 0 for x, y in zip(p, q, strict=True))
 
 
 def sentence_pieces(text: str) -> list[str]:

@@ -367,7 +367,7 @@ def _parse_csv(data: bytes, max_records: int) -> ParsedFile:
             if len(cells) != len(names):
                 rows.append(_BadRow(f"has {len(cells)} fields, the header has {len(names)}"))
                 continue
-            rows.append({name: (cell if cell != "" else None) for name, cell in zip(names, cells)})
+            rows.append({name: (cell if cell != "" else None) for name, cell in zip(names, cells, strict=True)})
     except csv.Error as exc:
         raise MemoryImportError(f"Not valid CSV at line {reader.line_num}: {exc}") from None
     vectors = [r.get("vector") if isinstance(r, dict) else None for r in rows] if "vector" in names else None
@@ -582,75 +582,91 @@ def check_rows(
     """Check every record (every field of it): the valid ones, and one problem per bad field.
 
     Row numbers count records from 1 in file order (a CSV header is not a record).
+    With `dim` given, vectors are read and checked (`need_vectors`: a missing one is a problem);
+    without it they are ignored (the content will be embedded again).
     """
     candidates: list[Candidate] = []
     problems: list[RowProblem] = []
     now = utc_now()
     for index, raw in enumerate(parsed.rows):
-        row_number = index + 1
-        if isinstance(raw, _BadRow):
-            problems.append(RowProblem(row_number, "record", raw.reason, None))
-            continue
-        if not isinstance(raw, dict):
-            problems.append(RowProblem(row_number, "record", "must be an object", shown_value(raw)))
-            continue
-        row_problems: list[RowProblem] = []
-
-        def take(fn: Callable[[], Any], default: Any = None) -> Any:
-            try:
-                return fn()
-            except _Problem as problem:
-                row_problems.append(RowProblem(row_number, problem.field, problem.error, shown_value(problem.value)))
-                return default
-
-        def content() -> str:
-            value = raw.get("content")
-            if not isinstance(value, str):
-                raise _Problem("content", "is missing or not text", value)
-            try:
-                return check.content(value, settings)
-            except ValidationError as exc:
-                raise _Problem("content", exc.message, value) from None
-
-        def namespace() -> str:
-            if namespace_override is not None:
-                return namespace_override
-            value = raw.get("namespace")
-            if value is None:
-                return "default"
-            if not isinstance(value, str):
-                raise _Problem("namespace", "must be text", value)
-            try:
-                return check.namespace(value, settings)
-            except ValidationError as exc:
-                raise _Problem("namespace", exc.message, value) from None
-
-        def vector() -> np.ndarray | None:
-            value = parsed.vectors[index] if parsed.vectors is not None else None
-            found = _vector(value, dim)
-            if found is None and need_vectors:
-                raise _Problem("vector", "is missing: pass regenerate_embeddings=true to embed the content", None)
-            return found
-
-        created = take(lambda: _timestamp("created_at", raw.get("created_at"), now), now)
-        updated = take(lambda: _timestamp("updated_at", raw.get("updated_at"), created), created)
-        candidate = Candidate(
-            row_number=row_number,
-            id=_uuid(raw.get("id")),
-            content=take(content, ""),
-            namespace=take(namespace, "default"),
-            tags=take(lambda: _tags(raw.get("tags"), settings), []),
-            importance=take(lambda: _importance(raw.get("importance")), 0.5),
-            source=raw.get("source") if raw.get("source") in SOURCES else "imported",
-            metadata=take(lambda: _metadata(raw.get("metadata"), settings), {}),
-            created_at=created,
-            updated_at=updated,
-            last_accessed=take(lambda: _timestamp("last_accessed", raw.get("last_accessed"), updated), updated),
-            access_count=take(lambda: _access_count(raw.get("access_count")), 0),
-            vector=take(vector, None) if (need_vectors or dim is not None) else None,
+        vector = parsed.vectors[index] if parsed.vectors is not None else None
+        candidate, row_problems = _check_row(
+            index + 1, raw, vector, settings, namespace_override, dim, need_vectors, now
         )
-        if row_problems:
-            problems.extend(row_problems)
-        else:
+        problems.extend(row_problems)
+        if candidate is not None:
             candidates.append(candidate)
     return candidates, problems
+
+
+def _check_row(
+    row_number: int,
+    raw: Any,
+    raw_vector: Any,
+    settings: Settings,
+    namespace_override: str | None,
+    dim: int | None,
+    need_vectors: bool,
+    now: datetime,
+) -> tuple[Candidate | None, list[RowProblem]]:
+    if isinstance(raw, _BadRow):
+        return None, [RowProblem(row_number, "record", raw.reason, None)]
+    if not isinstance(raw, dict):
+        return None, [RowProblem(row_number, "record", "must be an object", shown_value(raw))]
+    problems: list[RowProblem] = []
+
+    def take(fn: Callable[[], Any], default: Any = None) -> Any:
+        try:
+            return fn()
+        except _Problem as problem:
+            problems.append(RowProblem(row_number, problem.field, problem.error, shown_value(problem.value)))
+            return default
+
+    def content() -> str:
+        value = raw.get("content")
+        if not isinstance(value, str):
+            raise _Problem("content", "is missing or not text", value)
+        try:
+            return check.content(value, settings)
+        except ValidationError as exc:
+            raise _Problem("content", exc.message, value) from None
+
+    def namespace() -> str:
+        if namespace_override is not None:
+            return namespace_override
+        value = raw.get("namespace")
+        if value is None:
+            return "default"
+        if not isinstance(value, str):
+            raise _Problem("namespace", "must be text", value)
+        try:
+            return check.namespace(value, settings)
+        except ValidationError as exc:
+            raise _Problem("namespace", exc.message, value) from None
+
+    def vector() -> np.ndarray | None:
+        if dim is None:
+            return None
+        found = _vector(raw_vector, dim)
+        if found is None and need_vectors:
+            raise _Problem("vector", "is missing: pass regenerate_embeddings=true to embed the content", None)
+        return found
+
+    created = take(lambda: _timestamp("created_at", raw.get("created_at"), now), now)
+    updated = take(lambda: _timestamp("updated_at", raw.get("updated_at"), created), created)
+    candidate = Candidate(
+        row_number=row_number,
+        id=_uuid(raw.get("id")),
+        content=take(content, ""),
+        namespace=take(namespace, "default"),
+        tags=take(lambda: _tags(raw.get("tags"), settings), []),
+        importance=take(lambda: _importance(raw.get("importance")), 0.5),
+        source=raw.get("source") if raw.get("source") in SOURCES else "imported",
+        metadata=take(lambda: _metadata(raw.get("metadata"), settings), {}),
+        created_at=created,
+        updated_at=updated,
+        last_accessed=take(lambda: _timestamp("last_accessed", raw.get("last_accessed"), updated), updated),
+        access_count=take(lambda: _access_count(raw.get("access_count")), 0),
+        vector=take(vector, None),
+    )
+    return (None if problems else candidate), problems

@@ -241,7 +241,9 @@ class DecayedMemory(BaseModel):
 
 class DecayResult(BaseModel):
     memories_analyzed: int
-    memories_decayed: int = Field(description="Memories whose importance changes (or would change, in a dry run).")
+    memories_decayed: int = Field(
+        description="Memories whose importance drops (or would drop, in a dry run); drops under 0.001 are ignored."
+    )
     avg_decay_factor: float = Field(description="Mean decay_factor over the decayed memories (1.0 if none).")
     decayed_memories: list[DecayedMemory] = Field(
         description="The decayed memories, largest importance drop first (at most 100; see details_truncated)."

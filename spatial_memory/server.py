@@ -25,8 +25,11 @@ from .results import (
     ConsolidateResult,
     DecayResult,
     DeleteNamespaceResult,
+    ExportResult,
     ExtractResult,
     ForgetResult,
+    HybridRecallResult,
+    ImportResult,
     NamespacesResult,
     NearbyResult,
     RecallResult,
@@ -170,12 +173,27 @@ def create_server(settings: Settings, *, embedder: Embedder | None = None) -> Sp
         min_similarity: MinSimilarity = 0.0,
         tags: Annotated[list[str] | None, Field(max_length=100, description="Only memories with any of these tags.")] = None,
         filters: Filters = None,
+        hybrid_alpha: Annotated[
+            float | None,
+            Field(
+                ge=0.0,
+                le=1.0,
+                description="Rank by hybrid_recall's fusion of meaning and keywords instead, with this alpha "
+                "(1.0 = meaning only, 0.0 = keywords only). Omit for pure semantic search.",
+            ),
+        ] = None,
     ) -> Annotated[CallToolResult, RecallResult]:
         """Find the memories most similar in meaning to the query, best first."""
         return await call(
             ctx,
             lambda app: app.memory.recall(
-                query, limit=limit, namespace=namespace, tags=tags, filters=filters, min_similarity=min_similarity
+                query,
+                limit=limit,
+                namespace=namespace,
+                tags=tags,
+                filters=filters,
+                min_similarity=min_similarity,
+                hybrid_alpha=hybrid_alpha,
             ),
         )
 
@@ -504,5 +522,132 @@ def create_server(settings: Settings, *, embedder: Embedder | None = None) -> Sp
     ) -> Annotated[CallToolResult, RenameNamespaceResult]:
         """Move every memory of a namespace to a new namespace name, all at once."""
         return await call(ctx, lambda app: app.memory.rename_namespace(old_namespace, new_namespace))
+
+    # ---- search and portability ---------------------------------------------------------
+
+    @tool(annotations=READ_ONLY)
+    async def hybrid_recall(
+        query: Annotated[
+            str, Field(min_length=1, max_length=10_000, description="What to search for, by meaning and by keywords.")
+        ],
+        ctx: Context,
+        alpha: Annotated[
+            float,
+            Field(ge=0.0, le=1.0, description="Balance: 1.0 = pure vector (meaning), 0.0 = pure keyword, 0.5 = both."),
+        ] = 0.5,
+        limit: Limit = 5,
+        namespace: NamespaceFilter = None,
+        min_similarity: MinSimilarity = 0.0,
+        tags: Annotated[
+            list[str] | None, Field(max_length=100, description="Only memories with any of these tags.")
+        ] = None,
+        filters: Filters = None,
+    ) -> Annotated[CallToolResult, HybridRecallResult]:
+        """Search by meaning and by keywords together (LanceDB full-text BM25 + vector search, fused by weighted
+        reciprocal rank). Good for names, codes and exact terms. Each hit has vector_score (cosine, null when
+        found by keywords only) and fts_score (BM25 relative to the best keyword hit, null when no keyword matched);
+        similarity is always the cosine similarity to the query, which min_similarity applies to."""
+        return await call(
+            ctx,
+            lambda app: app.memory.hybrid_recall(
+                query,
+                alpha=alpha,
+                limit=limit,
+                namespace=namespace,
+                tags=tags,
+                filters=filters,
+                min_similarity=min_similarity,
+            ),
+        )
+
+    @tool(annotations=DESTRUCTIVE)
+    async def export_memories(
+        output_path: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=4096,
+                description="File to write, ending in .parquet, .json or .csv, inside an allowed export directory "
+                "(default <data dir>/exports); a relative path is taken relative to the first allowed directory. "
+                "An existing file there is replaced.",
+            ),
+        ],
+        ctx: Context,
+        format: Annotated[
+            Literal["parquet", "json", "csv"] | None,
+            Field(description="parquet (zstd), json or csv; default: from the file extension."),
+        ] = None,
+        namespace: NamespaceFilter = None,
+        include_vectors: Annotated[
+            bool | None,
+            Field(description="Include embedding vectors (default: true for parquet and json, false for csv)."),
+        ] = None,
+    ) -> Annotated[CallToolResult, ExportResult]:
+        """Export memories (all, or one namespace) to a Parquet, JSON or CSV file, written atomically."""
+        return await call(
+            ctx,
+            lambda app: app.memory.export_memories(
+                output_path, format=format, namespace=namespace, include_vectors=include_vectors
+            ),
+        )
+
+    @tool(annotations=ADDITIVE)
+    async def import_memories(
+        source_path: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=4096,
+                description="File to read (.parquet, .json or .csv) inside an allowed import directory "
+                "(default <data dir>/exports); a relative path is taken relative to the first allowed directory.",
+            ),
+        ],
+        ctx: Context,
+        format: Annotated[
+            Literal["parquet", "json", "csv"] | None,
+            Field(description="parquet (zstd), json or csv; default: from the file extension."),
+        ] = None,
+        namespace_override: Annotated[
+            str | None, Field(max_length=256, description="Put every imported memory in this namespace.")
+        ] = None,
+        deduplicate: Annotated[
+            bool,
+            Field(
+                description="Skip records at least dedup_threshold similar to a memory of the same namespace "
+                "(already stored or earlier in the file)."
+            ),
+        ] = False,
+        dedup_threshold: Annotated[
+            float, Field(ge=0.7, le=0.99, description="Cosine similarity at which a record counts as a duplicate.")
+        ] = 0.95,
+        validate: Annotated[
+            bool,
+            Field(
+                description="true: any invalid record fails the whole import (nothing stored). "
+                "false: invalid records are skipped and reported."
+            ),
+        ] = True,
+        regenerate_embeddings: Annotated[
+            bool,
+            Field(description="Embed the content with this server's model (required when the file has no vectors)."),
+        ] = False,
+        dry_run: Annotated[bool, Field(description="Only check the file and report; store nothing (default).")] = True,
+    ) -> Annotated[CallToolResult, ImportResult]:
+        """Import memories from a Parquet, JSON or CSV file (ours or the reference implementation's), all or
+        nothing. Preview with dry_run=true (the default), which checks every record. Valid UUID ids not already in
+        the store, timestamps, importance, tags, metadata and access counts are kept."""
+        return await call(
+            ctx,
+            lambda app: app.memory.import_memories(
+                source_path,
+                format=format,
+                namespace_override=namespace_override,
+                deduplicate=deduplicate,
+                dedup_threshold=dedup_threshold,
+                validate=validate,
+                regenerate_embeddings=regenerate_embeddings,
+                dry_run=dry_run,
+            ),
+        )
 
     return server

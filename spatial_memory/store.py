@@ -503,7 +503,7 @@ class MemoryStore:
         except Exception as exc:
             raise StorageError(f"keyword search failed: {exc}") from exc
         scores = [float(s) for s in table.column("_score").to_pylist()]
-        return list(zip(_rows_to_records(table.drop_columns(["_score"])), scores))
+        return list(zip(_rows_to_records(table.drop_columns(["_score"])), scores, strict=True))
 
 
 # Native LanceDB full-text index (not tantivy). "icu/split" segments CJK and Thai text into

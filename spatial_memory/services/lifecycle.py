@@ -10,8 +10,9 @@ decay
     now: factor exactly 1). The curve (`algorithms.decay.decay_factor`) uses an
     effective half-life h' = half_life_days * (1 + access_weight * ln(1 + access_count)):
     exponential 0.5^(days/h'), linear max(0, 1 - days/(2h')), step 0.5^floor(days/h').
-    new = max(min_importance, base * factor), never above the current importance, and a
-    memory already below the floor is left alone. `base` is the importance the memory
+    new = max(min_importance, base * factor), never above the current importance; a
+    memory already below the floor is left alone, and a drop smaller than 0.001 (a
+    memory stored seconds ago) is neither applied nor counted. `base` is the importance the memory
     had when it was last accessed: the first decay records it in
     `metadata.decay_state`, so running decay every day follows the curve instead of
     compounding it (applying it twice at the same moment changes nothing). Any access,
@@ -23,8 +24,9 @@ extract
     namespace and against earlier candidates) skipped, one commit.
 consolidate
     groups from `algorithms.grouping.near_duplicate_groups` (complete linkage, never
-    chained) inside classes of equal `consolidation.detail_signature` (look-alikes that
-    differ in a number, day, unit, negation... never merge). All groups of a call are
+    chained) inside classes of equal `consolidation.detail_signature`, split where two
+    members use opposite words (look-alikes that differ in a number, day, unit,
+    negation, enabled/disabled... never merge). All groups of a call are
     written in ONE commit: `store.replace` = merge-insert of the kept/merged rows with
     delete-by-source of the others, so the originals can never disappear without the
     memory that replaces them.
@@ -74,6 +76,7 @@ DECAY_STATE_KEY = "decay_state"
 CONSOLIDATED_FROM_KEY = "consolidated_from"
 EXTRACTION_KEY = "extraction"
 MAX_DECAY_DETAILS = 100
+MIN_DECAY_CHANGE = 0.001
 PREVIEW_CHARS = 100
 # up to this many memories in a namespace, extract's duplicate check reads all vectors
 # once and compares in numpy; above it, one vector search per candidate
@@ -179,7 +182,10 @@ class LifecycleService:
                 new = np.minimum(apply_decay(base, factor, min_importance), current)
             except ValueError as exc:
                 raise DecayError(f"Decay calculation failed: {exc}") from exc
-            changed = np.float32(new) != np.float32(current)
+            # sub-thousandth changes (a memory stored seconds ago) are noise: not applied, not counted;
+            # since decay follows the curve from the last access, they are applied once they add up
+            dropped = new.astype(np.float32) < current.astype(np.float32)  # as stored (float32)
+            changed = dropped & ((current - new >= MIN_DECAY_CHANGE) | (new <= min_importance))
 
             details: list[DecayedMemory] = []
             updates: list[MemoryRecord] = []
@@ -509,9 +515,10 @@ class LifecycleService:
 
     @staticmethod
     def _duplicate_groups(records: list[MemoryRecord], vectors: np.ndarray, threshold: float) -> list[list[int]]:
-        """Near-duplicate groups (complete linkage) among memories with equal detail signatures."""
+        """Near-duplicate groups (complete linkage) among memories with equal detail signatures,
+        split where two members use opposite words (see spatial_memory.consolidation)."""
         from ..algorithms.grouping import near_duplicate_groups
-        from ..consolidation import detail_signature
+        from ..consolidation import detail_signature, opposed, polarity
 
         classes: dict[tuple, list[int]] = defaultdict(list)
         for i, record in enumerate(records):
@@ -521,7 +528,15 @@ class LifecycleService:
             if len(members) < 2:
                 continue
             for group in near_duplicate_groups(vectors[members], threshold):
-                groups.append(sorted(members[k] for k in group))
+                polar = {members[k]: polarity(records[members[k]].content) for k in group}
+                parts: list[list[int]] = []
+                for index in sorted(polar):
+                    home = next((p for p in parts if not any(opposed(polar[index], polar[j]) for j in p)), None)
+                    if home is None:
+                        parts.append([index])
+                    else:
+                        home.append(index)
+                groups.extend(p for p in parts if len(p) >= 2)
         groups.sort(key=lambda g: (-len(g), g[0]))
         return groups
 
