@@ -235,6 +235,12 @@ async def quality(root: Path, alphas: tuple[float, ...] = (0.5,)) -> dict[str, A
     models = root / "cold-first" / "models"
     store = _fresh_store(root, "quality", models if models.exists() else None)
     per_method: dict[str, dict[str, list[dict[str, float]]]] = {}
+    import numpy as np
+
+    from spatial_memory.embeddings import EmbeddingRouter
+
+    embedder = EmbeddingRouter(cache_dir=Path(tempfile.mkdtemp()) / "models")
+    agree = total = 0
     async with server(store) as (client, _pid):
         tools = {t.name for t in (await client.list_tools()).tools}
         methods = [("recall", "recall", {})]
@@ -249,10 +255,15 @@ async def quality(root: Path, alphas: tuple[float, ...] = (0.5,)) -> dict[str, A
                 ]
                 ids += (await call(client, "remember_batch", {"memories": batch}))["ids"]
             dia_of = {i: t.dia_id for i, t in zip(ids, conv.turns)}
+            matrix = embedder.embed_documents([t.text for t in conv.turns])
             for q in conv.questions:
                 for label, tool, extra in methods:
                     result = await call(client, tool, {"query": q.question, "limit": 10, "namespace": conv.sample_id, **extra})
                     ranked = [dia_of[m["id"]] for m in result["memories"]]
+                    if tool == "recall":
+                        exact = np.argsort(-(matrix @ embedder.embed_query(q.question)), kind="stable")[:10]
+                        agree += [m["id"] for m in result["memories"]] == [ids[i] for i in exact]
+                        total += 1
                     cat = locomo.CATEGORIES[q.category]
                     per_method.setdefault(label, {}).setdefault(cat, []).append(locomo.score(ranked, q.evidence))
     rows = []
@@ -265,7 +276,9 @@ async def quality(root: Path, alphas: tuple[float, ...] = (0.5,)) -> dict[str, A
             rows.append({"method": label, "category": cat, "queries": len(scores), **metrics})
             summary.setdefault(label, {})[cat] = metrics
     print_table("Retrieval quality on LoCoMo dev (5 conversations)", rows)
-    return {"rows": rows, "summary": summary}
+    exactness = {"queries": total, "top10_identical_to_brute_force": round(agree / max(total, 1), 4)}
+    print_table("recall top-10 vs brute-force MiniLM cosine top-10", [exactness])
+    return {"rows": rows, "summary": summary, "exactness": exactness}
 
 
 async def main_async(args: argparse.Namespace) -> None:

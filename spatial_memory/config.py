@@ -64,6 +64,11 @@ class Settings(BaseSettings):
         60, ge=0, description="Old table versions older than this are removed during compaction."
     )
     access_flush_seconds: float = Field(2.0, ge=0.0, description="How often recorded recall accesses are written.")
+    lock_timeout_seconds: float = Field(
+        30.0,
+        gt=0,
+        description="Longest wait for the store's write lock held by another process; then the write fails, retryable.",
+    )
 
     export_dirs: list[Path] = Field(
         default_factory=list, description="Directories export_memories may write to (default: <path>/exports)."

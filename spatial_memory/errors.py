@@ -101,3 +101,11 @@ class ImportRecordLimitError(SpatialMemoryError):
 
 class DimensionMismatchError(SpatialMemoryError):
     """Vector dimensions do not match the store."""
+
+
+class RequestCancelledError(SpatialMemoryError):
+    """The request was cancelled or its client went away before anything was written."""
+
+
+class ResultTooLargeError(SpatialMemoryError):
+    """A result is larger than the configured limit; ask for less."""

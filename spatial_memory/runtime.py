@@ -69,6 +69,7 @@ class Resources:
                         self.embedder.dimension,
                         compact_fragment_threshold=self.settings.compact_fragment_threshold,
                         version_retention_seconds=self.settings.version_retention_seconds,
+                        lock_timeout_seconds=self.settings.lock_timeout_seconds,
                     )
         return self._store
 

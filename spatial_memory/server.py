@@ -7,6 +7,7 @@ imported lazily so `initialize` and `tools/list` are answered at once.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import threading
 from collections.abc import AsyncIterator
@@ -139,7 +140,12 @@ def create_server(settings: Settings, *, embedder: Embedder | None = None) -> Sp
         lifespan=lifespan,
         log_level=settings.log_level,
     )
-    tool = server.tool
+    def tool(**options):
+        # Docstrings become descriptions: dedent them so clients show clean text.
+        def register(fn):
+            return server.tool(description=inspect.cleandoc(fn.__doc__ or ""), **options)(fn)
+
+        return register
 
     # ---- core ---------------------------------------------------------------------------
 

@@ -1,16 +1,21 @@
 """MemoryStore: the one narrow wrapper around the LanceDB `memories` table.
 
 Every method is synchronous and blocks: callers run them in worker threads, never on
-the event loop. Writes within one process are serialized by a lock; each public write
-is a single LanceDB commit, so it is either fully applied or not at all.
+the event loop. Writes are serialized by a lock shared by every thread and every process
+using the store (`StoreLock`); each public write is a single LanceDB commit, so it is
+either fully applied or not at all.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
+import os
+import random
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -20,7 +25,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .errors import ConfigurationError, StorageError
+from .cancellation import check_cancelled
+from .errors import ConfigurationError, SpatialMemoryError, StorageError
 from .filters import Filter, build_filter, metadata_matches, quote
 from .records import MemoryRecord, ScoredMemory, is_uuid, utc_now
 
@@ -106,6 +112,142 @@ def vectors_of(table: pa.Table) -> np.ndarray:
     return column.values.to_numpy(zero_copy_only=False).reshape(-1, dim).astype(np.float32, copy=False)
 
 
+# ---- one writer at a time, across threads and processes ---------------------------------
+
+LOCK_FILE = "memories.lock"
+
+try:  # POSIX
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+try:  # Windows
+    import msvcrt
+except ImportError:
+    msvcrt = None  # type: ignore[assignment]
+
+
+_LOCK_BUSY_ERRNOS = {errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK, errno.EDEADLK, getattr(errno, "EDEADLOCK", 0)}
+
+
+class StoreLock:
+    """The write lock of one store: re-entrant within a thread, exclusive across threads and
+    across every process on the same storage path (two editor windows, a hook plus a server).
+
+    Across processes it is an exclusive `fcntl.flock` (`msvcrt.locking` on Windows) on a lock
+    file next to the table. The kernel drops it when its holder dies, so a crashed or killed
+    server never leaves the store locked. Waiting is bounded: after `timeout` seconds the
+    write fails with a StorageError that says to retry, and nothing is changed.
+
+    Entering also refuses work for a request whose client has gone away (see cancellation).
+    """
+
+    def __init__(self, path: Path, timeout: float) -> None:
+        self.path = path
+        self.timeout = timeout
+        self._thread_lock = threading.RLock()
+        self._depth = 0
+        self._fd: int | None = None
+        self._cross_process = fcntl is not None or msvcrt is not None
+        if not self._cross_process:  # pragma: no cover - no platform lacks both
+            log.warning("no file locking on this platform: processes sharing %s are not serialized", path)
+
+    def __enter__(self) -> StoreLock:
+        check_cancelled()
+        deadline = time.monotonic() + self.timeout
+        if not self._thread_lock.acquire(timeout=self.timeout):
+            raise self._busy()
+        try:
+            if self._depth == 0 and self._cross_process:
+                self._lock_file(deadline)
+            self._depth += 1
+        except BaseException:
+            self._thread_lock.release()
+            raise
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._depth -= 1
+        try:
+            if self._depth == 0 and self._cross_process:
+                self._unlock_file()
+        finally:
+            self._thread_lock.release()
+
+    def _busy(self) -> StorageError:
+        return StorageError(
+            f"the memory store is busy (another spatial-memory process has held its write lock for over "
+            f"{self.timeout:g} s); nothing was changed, retry"
+        )
+
+    def _open(self) -> int:
+        if self._fd is None:
+            # Not inherited by child processes (os.open's default), never truncated, never deleted.
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        return self._fd
+
+    def _try_lock(self, fd: int) -> bool:
+        try:
+            if fcntl is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            else:  # pragma: no cover - Windows
+                os.lseek(fd, 0, os.SEEK_SET)
+                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+            return True
+        except (BlockingIOError, PermissionError):
+            return False
+        except OSError as exc:
+            if exc.errno in _LOCK_BUSY_ERRNOS:
+                return False
+            raise
+
+    def _lock_file(self, deadline: float) -> None:
+        try:
+            fd = self._open()
+        except OSError as exc:
+            raise StorageError(f"cannot open the store's lock file {self.path}: {exc}") from exc
+        delay = 0.002
+        while True:
+            try:
+                if self._try_lock(fd):
+                    return
+            except OSError as exc:  # e.g. a file system without locks: degrade to in-process only
+                log.warning("cannot lock %s (%s): processes sharing this store are not serialized", self.path, exc)
+                self._cross_process = False
+                return
+            if time.monotonic() >= deadline:
+                raise self._busy()
+            time.sleep(min(delay, max(deadline - time.monotonic(), 0.0)) * random.uniform(0.5, 1.0))
+            delay = min(delay * 2, 0.05)
+
+    def _unlock_file(self) -> None:
+        if self._fd is None:
+            return
+        if fcntl is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+        else:  # pragma: no cover - Windows
+            os.lseek(self._fd, 0, os.SEEK_SET)
+            msvcrt.locking(self._fd, msvcrt.LK_UNLCK, 1)
+
+
+# LanceDB commits optimistically: a commit that lost a race to a writer outside our lock (or a
+# read of files a concurrent cleanup removed) fails before anything is written and can be retried.
+WRITE_ATTEMPTS = 6
+_RETRYABLE_MESSAGES = ("commit conflict", "preempted by concurrent transaction", "please retry", "not found")
+
+
+def is_retryable(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return any(m in text for m in _RETRYABLE_MESSAGES)
+
+
+def backoff(attempt: int) -> float:
+    return min(0.01 * 2**attempt, 0.5) * random.uniform(0.5, 1.5)
+
+
+KEEP_ALL_VERSIONS = timedelta(days=3650)
+CLEANUP_MARGIN_SECONDS = 5.0
+
+
 class MemoryStore:
     def __init__(
         self,
@@ -115,6 +257,7 @@ class MemoryStore:
         *,
         compact_fragment_threshold: int = 24,
         version_retention_seconds: int = 60,
+        lock_timeout_seconds: float = 30.0,
     ) -> None:
         import lancedb
 
@@ -122,17 +265,22 @@ class MemoryStore:
         self.dim = dim
         self._compact_threshold = compact_fragment_threshold
         self._retention = timedelta(seconds=version_retention_seconds)
-        self._write_lock = threading.RLock()
         self._writes_since_compaction = 0
-        db_path.mkdir(parents=True, exist_ok=True)
+        try:
+            db_path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot create the memory store directory {db_path}: {exc}") from exc
+        # Shared with every process on this path: writes and maintenance take it (StoreLock).
+        self._write_lock = StoreLock(db_path / LOCK_FILE, lock_timeout_seconds)
         try:
             # Consistency interval 0: every read sees commits made by other processes.
             self._db = lancedb.connect(str(db_path), read_consistency_interval=timedelta(0))
-            if TABLE_NAME in self._db.list_tables().tables:
-                self._table = self._db.open_table(TABLE_NAME)
-            else:
-                self._table = self._create_table()
-        except ConfigurationError:
+            with self._write_lock:  # two servers starting on a new store create the table once
+                if TABLE_NAME in self._db.list_tables().tables:
+                    self._table = self._db.open_table(TABLE_NAME)
+                else:
+                    self._table = self._create_table()
+        except SpatialMemoryError:
             raise
         except Exception as exc:
             raise StorageError(f"cannot open the memory store at {db_path}: {exc}") from exc
@@ -309,6 +457,27 @@ class MemoryStore:
         with self._write_lock:
             yield
 
+    def _commit(self, failure: str, action: Callable[[], Any], *, landed: Callable[[], bool] | None = None) -> Any:
+        """Run one LanceDB commit under the store lock, retrying with backoff when it lost a race
+        (a commit conflict fails before anything is written). `landed` tells whether a failed
+        attempt was committed after all; it is asked before retrying a write that is not idempotent."""
+        with self._write_lock:
+            for attempt in range(WRITE_ATTEMPTS):
+                try:
+                    result = action()
+                except Exception as exc:
+                    if attempt + 1 >= WRITE_ATTEMPTS or not is_retryable(exc):
+                        raise StorageError(f"{failure}: {exc}") from exc
+                    log.info("write conflict, retrying (%d): %s", attempt + 1, exc)
+                    time.sleep(backoff(attempt))
+                    if landed is not None and landed():
+                        result = None
+                    else:
+                        continue
+                self._writes_since_compaction += 1
+                return result
+        raise AssertionError("unreachable")  # pragma: no cover
+
     def _to_arrow(self, records: Sequence[MemoryRecord]) -> pa.Table:
         vectors = np.stack([np.asarray(r.vector, dtype=np.float32) for r in records])
         if vectors.shape[1] != self.dim:
@@ -335,29 +504,24 @@ class MemoryStore:
         if not records:
             return
         data = self._to_arrow(records)
-        with self._write_lock:
-            try:
-                self._table.add(data)
-            except Exception as exc:
-                raise StorageError(f"write failed, nothing was stored: {exc}") from exc
-            self._writes_since_compaction += 1
+        first = build_filter(ids=[records[0].id]).sql  # an add commits every row or none
+        self._commit(
+            "write failed, nothing was stored",
+            lambda: self._table.add(data),
+            landed=lambda: self._table.count_rows(first) > 0,
+        )
 
     def upsert(self, records: Sequence[MemoryRecord]) -> None:
         """Replace whole rows by id (inserting missing ones) in one commit."""
         if not records:
             return
         data = self._to_arrow(records)
-        with self._write_lock:
-            try:
-                (
-                    self._table.merge_insert("id")
-                    .when_matched_update_all()
-                    .when_not_matched_insert_all()
-                    .execute(data)
-                )
-            except Exception as exc:
-                raise StorageError(f"update failed, nothing was changed: {exc}") from exc
-            self._writes_since_compaction += 1
+        self._commit(
+            "update failed, nothing was changed",
+            lambda: (
+                self._table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
+            ),
+        )
 
     def replace(self, new_records: Sequence[MemoryRecord], delete_ids: Sequence[str]) -> None:
         """Write `new_records` and delete `delete_ids` in a single commit.
@@ -372,27 +536,22 @@ class MemoryStore:
         if not new_records:
             self.delete_ids(deletions)
             return
-        with self._write_lock:
-            data = self._to_arrow(new_records)
-            try:
-                (
-                    self._table.merge_insert("id")
-                    .when_matched_update_all()
-                    .when_not_matched_insert_all()
-                    .when_not_matched_by_source_delete(build_filter(ids=deletions).sql)
-                    .execute(data)
-                )
-            except Exception as exc:
-                raise StorageError(f"replace failed, nothing was changed: {exc}") from exc
-            self._writes_since_compaction += 1
+        data = self._to_arrow(new_records)
+        self._commit(
+            "replace failed, nothing was changed",
+            lambda: (
+                self._table.merge_insert("id")
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .when_not_matched_by_source_delete(build_filter(ids=deletions).sql)
+                .execute(data)
+            ),
+        )
 
     def update_where(self, flt: Filter, values: dict[str, Any]) -> int:
-        with self._write_lock:
-            try:
-                result = self._table.update(where=flt.sql, values=values)
-            except Exception as exc:
-                raise StorageError(f"update failed, nothing was changed: {exc}") from exc
-            self._writes_since_compaction += 1
+        result = self._commit(
+            "update failed, nothing was changed", lambda: self._table.update(where=flt.sql, values=values)
+        )
         return int(getattr(result, "rows_updated", 0) or 0)
 
     def delete_ids(self, ids: Iterable[str]) -> list[str]:
@@ -412,11 +571,7 @@ class MemoryStore:
                 where = flt.sql
             if not ids or where is None:
                 return []
-            try:
-                self._table.delete(where)
-            except Exception as exc:
-                raise StorageError(f"delete failed, nothing was deleted: {exc}") from exc
-            self._writes_since_compaction += 1
+            self._commit("delete failed, nothing was deleted", lambda: self._table.delete(where))
         return ids
 
     def record_access(self, counts: dict[str, int], when: datetime | None = None) -> None:
@@ -429,11 +584,11 @@ class MemoryStore:
         stamp = f"CAST('{when.isoformat(sep=' ', timespec='microseconds')}' AS TIMESTAMP)"
         with self._write_lock:
             for n, ids in by_count.items():
-                self._table.update(
-                    where=f"id IN ({', '.join(quote(i) for i in ids)})",
-                    values_sql={"access_count": f"access_count + {int(n)}", "last_accessed": stamp},
+                where = f"id IN ({', '.join(quote(i) for i in ids)})"
+                values = {"access_count": f"access_count + {int(n)}", "last_accessed": stamp}
+                self._commit(
+                    "recording accesses failed", lambda w=where, v=values: self._table.update(where=w, values_sql=v)
                 )
-                self._writes_since_compaction += 1
 
     # ---- maintenance -------------------------------------------------------------------
 
@@ -441,12 +596,49 @@ class MemoryStore:
         return self._writes_since_compaction > self._compact_threshold
 
     def compact(self) -> None:
-        """Merge small fragments and drop old versions, keeping search fast as the table grows."""
+        """Merge small fragments and drop old versions, keeping search fast as the table grows.
+
+        Runs under the store lock, so one process at a time compacts. LanceDB's cleanup removes
+        every version created before its cutoff except the latest - including one that was the
+        latest until a moment ago and that another process may be reading right now. So the
+        cutoff is moved back to spare every version superseded less than the retention period
+        ago (`_cleanup_age`): a read started on any recent version always finds its files.
+        """
         with self._write_lock:
             # optimize() also folds rows written since the last run into the full-text index.
-            self._table.optimize(cleanup_older_than=self._retention)
+            self._optimize(KEEP_ALL_VERSIONS)
+            age = self._cleanup_age()
+            if age is not None:
+                self._optimize(age)
             self._writes_since_compaction = 0
         self._ensure_fts_index()
+
+    def _optimize(self, cleanup_older_than: timedelta) -> None:
+        for attempt in range(WRITE_ATTEMPTS):
+            try:
+                self._table.optimize(cleanup_older_than=cleanup_older_than)
+                return
+            except Exception as exc:
+                if attempt + 1 >= WRITE_ATTEMPTS or not is_retryable(exc):
+                    raise StorageError(f"compaction failed, nothing was lost: {exc}") from exc
+                time.sleep(backoff(attempt))
+
+    def _cleanup_age(self) -> timedelta | None:
+        """The cleanup age that removes exactly the versions superseded more than `retention`
+        ago, or None when there are none."""
+        versions = sorted(self._table.list_versions(), key=lambda v: v["version"])
+        # LanceDB reports naive local times; .timestamp() reads them back the same way.
+        stamps = [v["timestamp"].timestamp() for v in versions]
+        now = time.time()
+        horizon = now - self._retention.total_seconds()
+        keep_from = 0  # versions before this index were superseded before the horizon
+        for i in range(1, len(stamps)):
+            if stamps[i] <= horizon:
+                keep_from = i
+        if keep_from == 0:
+            return None
+        oldest_kept = min(stamps[keep_from:])
+        return timedelta(seconds=max(now - oldest_kept + CLEANUP_MARGIN_SECONDS, self._retention.total_seconds()))
 
     # ---- full-text search --------------------------------------------------------------
 

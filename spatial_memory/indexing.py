@@ -1,0 +1,66 @@
+"""When and how the memories table gets its approximate vector index and scalar indexes.
+
+Below `vector_index_threshold` rows, exact brute-force search is fast enough (and exact);
+above it, an IVF_HNSW_SQ index keeps recall latency flat as the table grows. The index is
+built, extended and retrained by the background upkeep thread, never on a request.
+Queries over an indexed table re-rank the index's candidates on the full vectors
+(`refine_factor`), which keeps recall@10 against exact search high.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+log = logging.getLogger(__name__)
+
+VECTOR_INDEX_NAME = "vector_idx"
+
+
+@dataclass(frozen=True)
+class IndexPolicy:
+    vector_index_threshold: int = 50_000
+    scalar_index_threshold: int = 20_000
+    ef: int = 200
+    refine_factor: int = 5
+    retrain_growth: float = 2.0  # rebuild once the table has grown this much since the build
+
+
+def vector_index_rows(table) -> int | None:
+    """Rows covered by the vector index, or None when there is none."""
+    for index in table.list_indices():
+        if "vector" in index.columns:
+            try:
+                stats = table.index_stats(index.name)
+                return int(stats.num_indexed_rows)
+            except Exception:  # noqa: BLE001 - stats are advisory
+                return 0
+    return None
+
+
+def has_scalar_index(table, column: str) -> bool:
+    return any(column in index.columns and "vector" not in index.columns for index in table.list_indices())
+
+
+def ensure_indexes(table, rows: int, policy: IndexPolicy) -> list[str]:
+    """Create or rebuild indexes the table's size calls for. Returns what was done."""
+    from lancedb.index import HnswSq
+
+    done = []
+    if rows >= policy.scalar_index_threshold:
+        for column, kind in (("id", "BTREE"), ("namespace", "BITMAP")):
+            if not has_scalar_index(table, column):
+                table.create_scalar_index(column, index_type=kind)
+                done.append(f"{kind} index on {column}")
+    indexed = vector_index_rows(table)
+    if rows >= policy.vector_index_threshold and (indexed is None or rows >= policy.retrain_growth * max(indexed, 1)):
+        # One HNSW partition per ~500k rows keeps training memory bounded on big tables.
+        partitions = max(1, rows // 500_000)
+        table.create_index(
+            "vector",
+            config=HnswSq(distance_type="dot", num_partitions=partitions),
+            replace=True,
+            name=VECTOR_INDEX_NAME,
+        )
+        done.append(f"vector index over {rows} rows ({partitions} partition(s))")
+    return done
