@@ -116,6 +116,7 @@ def main() -> None:
         records = service.build_records(items)
         service.store_records(records)
         dia_of.update({r.id: r.metadata["dia_id"] for r in records})
+    resources.store().compact()  # steady state: every row in the full-text index
     turns = sum(len(c.turns) for c in conversations)
     print(f"stored {turns} turns of {len(conversations)} conversations in {time.perf_counter() - started:.1f} s")
 
@@ -136,9 +137,7 @@ def main() -> None:
     for alpha in sorted({0.5, *(float(a) for a in args.alphas.split(",") if a.strip())}):
         results[f"hybrid alpha {alpha:g}"] = summarize(evaluate(conversations, hybrid(alpha)))
     print_table(results)
-    best = max(
-        (m for m in results if m.startswith("hybrid")), key=lambda m: results[m]["categories 1-4"]["ndcg@10"]
-    )
+    best = max((m for m in results if m.startswith("hybrid")), key=lambda m: results[m]["categories 1-4"]["ndcg@10"])
     print(f"\nbest by nDCG@10 on categories 1-4: {best}")
     resources.upkeep.stop()
 

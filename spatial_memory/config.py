@@ -56,6 +56,9 @@ class Settings(BaseSettings):
     max_tag_length: int = Field(100, ge=1)
     max_metadata_bytes: int = Field(65_536, ge=2)
     max_namespace_length: int = Field(128, ge=1)
+    max_result_bytes: int = Field(
+        16_777_216, ge=1024, description="Largest tool result (JSON bytes); a bigger one is a ResultTooLargeError."
+    )
 
     compact_fragment_threshold: int = Field(
         24, ge=2, description="Compact the table once it has more fragments than this."

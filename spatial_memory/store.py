@@ -452,8 +452,8 @@ class MemoryStore:
 
     @contextmanager
     def exclusive(self) -> Iterator[None]:
-        """Hold the write lock across a read-modify-write (the writes inside re-enter it),
-        so no in-process write (e.g. batched access counts) lands between the read and the write."""
+        """Hold the write lock across a read-modify-write (the writes inside re-enter it), so no
+        other write - another thread's or another process's - lands between the read and the write."""
         with self._write_lock:
             yield
 
@@ -510,6 +510,10 @@ class MemoryStore:
             lambda: self._table.add(data),
             landed=lambda: self._table.count_rows(first) > 0,
         )
+        if len(records) >= BULK_ROWS:
+            # Rows outside the full-text index are found by a slow scan until compaction folds
+            # them in: after a bulk insert, let the next upkeep pass compact.
+            self._writes_since_compaction = max(self._writes_since_compaction, self._compact_threshold + 1)
 
     def upsert(self, records: Sequence[MemoryRecord]) -> None:
         """Replace whole rows by id (inserting missing ones) in one commit."""
@@ -703,6 +707,7 @@ class MemoryStore:
 # dropped, accents folded and case ignored, the same way for documents and queries.
 FTS_OPTIONS: dict[str, Any] = {"base_tokenizer": "icu/split", "language": "English", "with_position": False}
 MAX_QUERY_TERMS = 64
+BULK_ROWS = 1000
 _KEEP_CATEGORIES = ("L", "M", "N")  # letters, combining marks, numbers
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -20,7 +21,9 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
+from .cancellation import request_scope
 from .errors import SpatialMemoryError
+from .validation import nesting_depth
 
 log = logging.getLogger("spatial_memory.tools")
 
@@ -65,22 +68,51 @@ def describe_validation_error(exc: pydantic.ValidationError) -> str:
 async def call(ctx: Context, fn: Callable[[Any], pydantic.BaseModel]) -> CallToolResult:
     """Run `fn(app)` in a worker thread and wrap its result or error."""
     app = ctx.request_context.lifespan_context
+    with request_scope() as cancelled:
+        try:
+            # A cancelled request (or a client that closed the pipe) returns at once instead of
+            # waiting for its worker; the token makes the worker stop before any commit it has
+            # not started yet, so nothing is written for a client that is gone.
+            result = await anyio.to_thread.run_sync(fn, app, abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():
+            cancelled.set()
+            raise
+        except SpatialMemoryError as exc:
+            log.info("%s: %s", exc.error_type, exc.message)
+            return failure(exc.error_type, exc.message)
+        except RecursionError:
+            return failure("ValidationError", "Invalid arguments: nested too deeply")
+        except Exception:  # noqa: BLE001 - the one place unexpected errors are caught
+            return internal_failure(getattr(fn, "__qualname__", "tool"))
     try:
-        result = await anyio.to_thread.run_sync(fn, app)
-    except SpatialMemoryError as exc:
-        log.info("%s: %s", exc.error_type, exc.message)
-        return failure(exc.error_type, exc.message)
-    except Exception:  # noqa: BLE001 - the one place unexpected errors are caught
+        out = success(result)
+    except Exception:  # noqa: BLE001 - a result that cannot be serialized is still a typed error
         return internal_failure(getattr(fn, "__qualname__", "tool"))
-    return success(result)
+    return _bounded(out, app.resources.settings.max_result_bytes)
+
+
+def _bounded(out: CallToolResult, limit: int) -> CallToolResult:
+    size = len(out.content[0].text.encode("utf-8", "surrogatepass"))
+    if size <= limit:
+        return out
+    return failure(
+        "ResultTooLargeError",
+        f"the result is {size:,} bytes; the limit is {limit:,} (SPATIAL_MEMORY_MAX_RESULT_BYTES). "
+        "Ask for fewer results (limit, max_memories) or narrow them (namespace, filters).",
+    )
 
 
 class SpatialMemoryMCPServer(MCPServer):
-    """MCPServer whose argument-validation failures come back as typed ValidationError results."""
+    """MCPServer whose argument-validation failures come back as typed ValidationError results,
+    and whose stdio transport answers a line it cannot parse instead of dropping it."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:
+        if nesting_depth(arguments, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
+            return failure("ValidationError", f"Invalid arguments: nested more than {MAX_ARGUMENT_DEPTH} levels deep")
         try:
             return await super().call_tool(name, arguments, context)
+        except RecursionError:
+            return failure("ValidationError", "Invalid arguments: nested too deeply")
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(cause, pydantic.ValidationError):
@@ -90,3 +122,63 @@ class SpatialMemoryMCPServer(MCPServer):
             if str(exc).startswith("Unknown tool"):
                 return failure("ValidationError", f"Unknown tool: {name[:100]}")
             return internal_failure(name)
+
+    async def run_stdio_async(self) -> None:
+        """The SDK's stdio loop, except that a line which is not a valid JSON-RPC message (nested
+        too deeply for the parser, a lone surrogate escape, plain garbage) gets a JSON-RPC parse
+        error - carrying the request id when one can be read from the line - instead of being
+        dropped silently, which would leave the client waiting forever."""
+        lowlevel = getattr(self, "_lowlevel_server", None)
+        if lowlevel is None:  # pragma: no cover - a future SDK without it: plain behaviour
+            return await super().run_stdio_async()
+        from mcp.server.stdio import stdio_server
+        from mcp.shared.message import SessionMessage
+
+        async with stdio_server() as (read_stream, write_stream):
+            send, receive = anyio.create_memory_object_stream[Any](0)
+
+            async def forward() -> None:
+                async with send, read_stream:
+                    async for item in read_stream:
+                        if isinstance(item, Exception):
+                            await _answer_unparseable(item, write_stream, SessionMessage)
+                        else:
+                            await send.send(item)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(forward)
+                await lowlevel.run(receive, write_stream, lowlevel.create_initialization_options())
+                tg.cancel_scope.cancel()
+
+
+MAX_ARGUMENT_DEPTH = 64
+_REQUEST_ID = re.compile(r'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")')
+
+
+async def _answer_unparseable(exc: Exception, write_stream: Any, session_message: Any) -> None:
+    import mcp_types
+
+    line, reason = "", str(exc)[:200]
+    if isinstance(exc, pydantic.ValidationError) and exc.errors():
+        first = exc.errors()[0]
+        raw, reason = first.get("input"), str(first.get("msg", reason))[:200]
+        line = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw if isinstance(raw, str) else ""
+    found = _REQUEST_ID.search(line[:4096])
+    request_id: int | str | None = None
+    if found:
+        token = found.group(1)
+        try:
+            request_id = json.loads(token)
+        except ValueError:
+            request_id = None
+    log.warning("unparseable message (request id %r): %s", request_id, reason)
+    error = mcp_types.JSONRPCError(
+        jsonrpc="2.0",
+        id=request_id,
+        error=mcp_types.ErrorData(code=-32700, message="Parse error: not a valid JSON-RPC message (nesting "
+                                  "deeper than the parser allows, an invalid escape, or malformed JSON)"),
+    )
+    try:
+        await write_stream.send(session_message(error))
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+        pass

@@ -11,6 +11,29 @@ from .config import Settings
 from .errors import ValidationError
 
 NAMESPACE_PATTERN = re.compile(r"^[\w][\w.:/@-]*$")
+# Stored metadata comes back inside every result; JSON parsers (the MCP SDK's included) refuse
+# documents nested much deeper than ~200 levels, so keep it far below that.
+MAX_METADATA_DEPTH = 32
+
+
+def nesting_depth(value: Any, stop_at: int = 1_000) -> int:
+    """How deeply dicts and lists nest in `value` (a scalar is 0), without recursion; counting
+    stops a little past `stop_at`."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if depth > stop_at:
+            break
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def content(value: str, settings: Settings, *, field: str = "content") -> str:
@@ -68,6 +91,8 @@ def metadata(value: dict[str, Any] | None, settings: Settings) -> dict[str, Any]
         return {}
     if not isinstance(value, dict):
         raise ValidationError("metadata must be a JSON object")
+    if nesting_depth(value) > MAX_METADATA_DEPTH:
+        raise ValidationError(f"metadata is nested more than {MAX_METADATA_DEPTH} levels deep")
     try:
         encoded = json.dumps(value, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..cancellation import check_cancelled
+
 log = logging.getLogger(__name__)
 
 MAX_SEQ_LENGTH = 256  # sentence-transformers' max_seq_length for all-MiniLM-L6-v2
@@ -64,6 +66,7 @@ class OnnxSentenceEncoder:
         order = np.argsort([len(t) for t in texts], kind="stable")
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
         for start in range(0, len(texts), self._batch_size):
+            check_cancelled()  # a client that went away stops paying for its batch
             idx = order[start : start + self._batch_size]
             encodings = self._tokenizer.encode_batch([texts[i] for i in idx])
             ids = np.array([e.ids for e in encodings], dtype=np.int64)

@@ -161,6 +161,8 @@ class SpatialService:
         namespace: str | None = None,
         random_seed: int | None = None,
     ) -> WanderResult:
+        if random_seed is not None and random_seed < 0:
+            raise ValidationError("random_seed must be 0 or more")
         rng = np.random.default_rng(random_seed)
         current, start_similarity = self._wander_start(start_id, seed, namespace, rng)
         store = self._r.store()

@@ -1,0 +1,361 @@
+"""hybrid_recall (and recall's hybrid_alpha): LanceDB native full-text index + vector search,
+fused by weighted reciprocal rank fusion. Through a real MCP client session unless the store
+itself is the subject."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import anyio
+import numpy as np
+import pytest
+
+from spatial_memory.config import Settings
+from spatial_memory.records import MemoryRecord, new_id
+from spatial_memory.store import MAX_QUERY_TERMS, MemoryStore, match_text
+
+from .conftest import EVAL_PATH, data
+from .test_protocol_core import assert_error, remember
+
+pytestmark = pytest.mark.anyio
+
+NASTY_QUERIES = [
+    'fox AND "dogs"',
+    "fox OR dogs NOT cats",
+    '"unbalanced quote',
+    "fox*",
+    "fo~2",
+    "content:fox",
+    "+fox -dogs",
+    "(fox",
+    "fox)",
+    "[fox TO dogs]",
+    "fox^3",
+    "a && b || !c",
+    "'; DROP TABLE memories; --",
+    "x' OR '1'='1",
+    "\\",
+    "%_%",
+    "{}",
+    "/fox/",
+    "🎉🚀",
+    "東京",
+    "Привет мир",
+    "naïve café",
+    "C++ C# F#",
+    "NOT",
+    "AND OR NOT",
+    "   ",
+    ":",
+    "***",
+    "fox\x00dogs",
+    "é" * 500,
+    " ".join(f"w{i}" for i in range(500)),
+]
+
+
+async def _ids(client, tool: str, args: dict) -> list[str]:
+    result = await client.call_tool(tool, args)
+    assert not result.is_error, data(result)
+    return [m["id"] for m in data(result)["memories"]]
+
+
+# ---- the keyword side: native index, kept current --------------------------------------------
+
+
+def _record(content: str, dim: int = 8, **kw) -> MemoryRecord:
+    rng = np.random.default_rng(abs(hash(content)) % 2**32)
+    vec = rng.normal(size=dim).astype(np.float32)
+    return MemoryRecord(id=new_id(), content=content, vector=vec / np.linalg.norm(vec), **kw)
+
+
+def test_new_store_has_native_fts_index_and_keeps_it_current(tmp_path):
+    store = MemoryStore(tmp_path / "db", "unit-model", 8, compact_fragment_threshold=5)
+    indices = store.stats()["indices"]
+    assert [(i["column"], i["index_type"]) for i in indices] == [("content", "FTS")]
+    assert store._table.list_indices()[0].index_details["base_tokenizer"] == "icu/split"  # native, not tantivy
+    fox, dog = _record("The quick brown fox"), _record("A lazy dog sleeps")
+    store.add([fox])
+    store.add([dog])
+    # Found a moment after being added, before any compaction (LanceDB scans unindexed rows).
+    assert [r.id for r, _ in store.fts_search("fox", 10)] == [fox.id]
+    assert store._table.list_indices()[0].num_unindexed_rows == 2
+    store.compact()
+    assert store._table.list_indices()[0].num_unindexed_rows == 0
+    assert [r.id for r, _ in store.fts_search("foxes", 10)] == [fox.id]  # stemmed
+    # Changed and deleted rows are reflected at once, and after compaction.
+    store.upsert([MemoryRecord(**{**fox.__dict__, "content": "A red panda"})])
+    assert store.fts_search("fox", 10) == []
+    assert [r.id for r, _ in store.fts_search("panda", 10)] == [fox.id]
+    store.delete_ids([dog.id])
+    assert store.fts_search("dog", 10) == []
+    store.compact()
+    assert store.fts_search("fox", 10) == [] and store.fts_search("dog", 10) == []
+    assert [r.id for r, _ in store.fts_search("panda", 10)] == [fox.id]
+    fresh = _record("zebra crossing")
+    store.add([fresh])
+    assert [r.id for r, _ in store.fts_search("zebra", 10)] == [fresh.id]
+
+
+def test_index_created_when_opening_a_store_without_one(tmp_path):
+    import lancedb
+
+    from spatial_memory.store import TABLE_NAME, memory_schema
+
+    db = lancedb.connect(str(tmp_path / "db"))
+    db.create_table(TABLE_NAME, schema=memory_schema("unit-model", 8))
+    assert db.open_table(TABLE_NAME).list_indices() == []
+    store = MemoryStore(tmp_path / "db", "unit-model", 8)
+    assert store.has_fts_index()
+
+
+def test_bulk_insert_asks_for_compaction(tmp_path):
+    store = MemoryStore(tmp_path / "db", "unit-model", 8, compact_fragment_threshold=50)
+    store.add([_record(f"note {i}") for i in range(10)])
+    assert not store.needs_compaction()
+    store.add([_record(f"bulk {i}") for i in range(1000)])
+    assert store.needs_compaction()  # so upkeep folds the rows into the full-text index soon
+
+
+@pytest.mark.parametrize("query", NASTY_QUERIES)
+def test_match_text_is_plain_words(query):
+    terms = match_text(query)
+    assert not any(ch in terms for ch in "\"'()[]{}:*~^+-!&|\\/%\x00")
+    assert len(terms.split()) <= MAX_QUERY_TERMS
+
+
+def test_match_text_examples():
+    assert match_text('fox AND "dogs"') == "fox AND dogs"
+    assert match_text("C++ (x) ~y* a:b -c +d") == "C x y a b c d"
+    assert match_text("🎉") == "" and match_text("  ") == ""
+    assert match_text("東京は日本") == "東京は日本" and match_text("नमस्ते दुनिया") == "नमस्ते दुनिया"
+
+
+# ---- hybrid_recall through MCP -------------------------------------------------------------------
+
+
+@pytest.fixture
+async def corpus(client):
+    texts = {
+        "fox": "The quick brown fox jumps over the lazy dog",
+        "pg": "PostgreSQL connection pool sizing for the billing service",
+        "err": "Deploy failed with error code E1234 in module foo_bar",
+        "jp": "東京は日本の首都です",
+        "ru": "Привет, мир! Москва — столица России.",
+        "cafe": "Café au lait in Zürich, naïve résumé",
+        "emoji": "Emoji party 🎉 tonight",
+        "cat": "The office cat is called Miso",
+    }
+    ids = {}
+    for key, text in texts.items():
+        ns = "home" if key == "cat" else "work"
+        ids[key] = (await remember(client, text, namespace=ns, tags=[key], metadata={"key": key}))["id"]
+    return ids
+
+
+@pytest.mark.parametrize("query", NASTY_QUERIES)
+async def test_nasty_queries_never_break_the_keyword_side(client, corpus, query):
+    for alpha in (0.0, 0.5):
+        result = await client.call_tool("hybrid_recall", {"query": query, "alpha": alpha, "limit": 10})
+        if not query.strip():
+            assert_error(result, "ValidationError", "empty")
+            continue
+        assert not result.is_error, (query, data(result))
+        body = data(result)
+        assert body["total"] == len(body["memories"])
+        if alpha == 0.0 and not match_text(query):
+            assert body["total"] == 0  # nothing left to match by keyword: no keyword hits
+
+
+async def test_keyword_matches_in_any_script(client, corpus):
+    for query, key in [
+        ("E1234", "err"),
+        ("foo_bar", "err"),
+        ("東京", "jp"),
+        ("首都", "jp"),
+        ("москва", "ru"),
+        ("cafe", "cafe"),
+        ("Zurich", "cafe"),
+        ("postgresql", "pg"),
+        ('"error" AND (code)', "err"),
+    ]:
+        ids = await _ids(client, "hybrid_recall", {"query": query, "alpha": 0.0})
+        assert ids and ids[0] == corpus[key], query
+
+
+async def test_hybrid_scores_and_search_types(client, corpus):
+    body = data(await client.call_tool("hybrid_recall", {"query": "error code E1234", "limit": 8}))
+    assert body["search_type"] == "hybrid" and body["alpha"] == 0.5 and body["query"] == "error code E1234"
+    top = body["memories"][0]
+    assert top["id"] == corpus["err"] and top["fts_score"] == 1.0 and top["vector_score"] is not None
+    assert {"id", "content", "similarity", "namespace", "tags", "importance", "created_at", "metadata"} <= set(top)
+    scores = [m["score"] for m in body["memories"]]
+    assert scores == sorted(scores, reverse=True)
+    for m in body["memories"]:
+        assert 0.0 <= m["similarity"] <= 1.0
+        assert m["fts_score"] is None or 0.0 < m["fts_score"] <= 1.0
+        if m["vector_score"] is not None:
+            assert m["vector_score"] == m["similarity"]
+
+    keyword = data(await client.call_tool("hybrid_recall", {"query": "error code E1234", "alpha": 0.0}))
+    assert keyword["search_type"] == "keyword" and keyword["total"] == 1
+    hit = keyword["memories"][0]
+    assert hit["vector_score"] is None and hit["fts_score"] == 1.0
+    # similarity is the cosine similarity to the query even for keyword-only hits.
+    by_vector = data(await client.call_tool("recall", {"query": "error code E1234", "limit": 10}))
+    cosine = {m["id"]: m["similarity"] for m in by_vector["memories"]}
+    assert hit["similarity"] == pytest.approx(cosine[hit["id"]], abs=1e-5)
+
+    vector = data(await client.call_tool("hybrid_recall", {"query": "error code E1234", "alpha": 1.0, "limit": 10}))
+    assert vector["search_type"] == "vector"
+    assert all(m["fts_score"] is None for m in vector["memories"])
+    assert [m["id"] for m in vector["memories"]] == [m["id"] for m in by_vector["memories"]]
+
+
+async def test_min_similarity_applies_to_keyword_only_hits(client, corpus):
+    body = data(await client.call_tool("hybrid_recall", {"query": "fox", "alpha": 0.0}))
+    assert body["total"] == 1
+    sim = body["memories"][0]["similarity"]
+    above = data(await client.call_tool("hybrid_recall", {"query": "fox", "alpha": 0.0, "min_similarity": sim + 0.01}))
+    assert above["total"] == 0
+    mixed = data(await client.call_tool("hybrid_recall", {"query": "fox", "min_similarity": 0.3, "limit": 10}))
+    assert all(m["similarity"] >= 0.3 for m in mixed["memories"])
+
+
+async def test_hybrid_filters(client, corpus):
+    assert await _ids(client, "hybrid_recall", {"query": "cat Miso", "namespace": "work", "limit": 10}) != []
+    assert corpus["cat"] not in await _ids(client, "hybrid_recall", {"query": "cat Miso", "namespace": "work"})
+    assert await _ids(client, "hybrid_recall", {"query": "cat Miso", "namespace": "home"}) == [corpus["cat"]]
+    assert await _ids(client, "hybrid_recall", {"query": "fox", "tags": ["pg"], "alpha": 0.0}) == []
+    assert await _ids(client, "hybrid_recall", {"query": "fox", "tags": ["fox"]}) == [corpus["fox"]]
+    args = {"query": "error", "filters": {"metadata.key": "err"}, "alpha": 0.0}
+    assert await _ids(client, "hybrid_recall", args) == [corpus["err"]]
+    args = {"query": "error", "filters": {"metadata.key": "pg"}, "alpha": 0.0}
+    assert await _ids(client, "hybrid_recall", args) == []
+    assert await _ids(client, "hybrid_recall", {"query": "fox", "namespace": "x' OR '1'='1"}) == []
+
+
+async def test_deleted_and_new_memories_show_up_at_once(client, corpus):
+    stats = data(await client.call_tool("stats", {}))
+    assert stats["has_fts_index"] is True
+    assert [(i["column"], i["index_type"]) for i in stats["indices"]] == [("content", "FTS")]
+    assert await _ids(client, "hybrid_recall", {"query": "E1234", "alpha": 0.0}) == [corpus["err"]]
+    await client.call_tool("forget", {"memory_id": corpus["err"]})
+    assert await _ids(client, "hybrid_recall", {"query": "E1234", "alpha": 0.0}) == []
+    fresh = await remember(client, "Incident E1234 happened again on Friday")
+    assert await _ids(client, "hybrid_recall", {"query": "E1234", "alpha": 0.0}) == [fresh["id"]]
+
+
+async def test_hybrid_validation(client, corpus):
+    assert_error(await client.call_tool("hybrid_recall", {"query": ""}), "ValidationError", "query")
+    assert_error(await client.call_tool("hybrid_recall", {"query": "   "}), "ValidationError", "empty")
+    assert_error(await client.call_tool("hybrid_recall", {"query": "x", "alpha": 1.5}), "ValidationError", "alpha")
+    assert_error(await client.call_tool("hybrid_recall", {"query": "x", "alpha": -0.1}), "ValidationError", "alpha")
+    assert_error(await client.call_tool("hybrid_recall", {"query": "x", "limit": 0}), "ValidationError", "limit")
+    assert_error(await client.call_tool("hybrid_recall", {"query": "x", "limit": 101}), "ValidationError", "limit")
+    assert_error(await client.call_tool("hybrid_recall", {"query": "x", "min_similarity": 2}), "ValidationError")
+    assert_error(await client.call_tool("hybrid_recall", {"alpha": 0.5}), "ValidationError", "query")
+
+
+async def test_limit_is_respected(client, corpus):
+    for limit in (1, 3):
+        assert len(await _ids(client, "hybrid_recall", {"query": "the", "limit": limit})) <= limit
+    many = [{"content": f"deploy note number {i}", "namespace": "bulk"} for i in range(30)]
+    await client.call_tool("remember_batch", {"memories": many})
+    assert len(await _ids(client, "hybrid_recall", {"query": "deploy note", "limit": 25, "namespace": "bulk"})) == 25
+
+
+async def test_recall_hybrid_alpha_delegates(client, corpus):
+    for alpha in (0.0, 0.3, 1.0):
+        args = {"query": "error code E1234 fox", "limit": 6}
+        hybrid = await _ids(client, "hybrid_recall", {**args, "alpha": alpha})
+        recall = data(await client.call_tool("recall", {**args, "hybrid_alpha": alpha}))
+        assert [m["id"] for m in recall["memories"]] == hybrid
+        assert "fts_score" not in recall["memories"][0]  # recall keeps its own fields
+    plain = await _ids(client, "recall", {"query": "error code E1234 fox", "limit": 6})
+    assert plain == await _ids(client, "hybrid_recall", {"query": "error code E1234 fox", "limit": 6, "alpha": 1.0})
+    assert_error(await client.call_tool("recall", {"query": "x", "hybrid_alpha": 1.2}), "ValidationError", "alpha")
+
+
+# ---- LoCoMo: hybrid beats pure vector and pure keyword -------------------------------------------
+
+LOCOMO_CONVERSATIONS = 3  # the first three in file order; benchmarks/hybrid_locomo.py runs all five
+BEST_ALPHA = 0.35  # best nDCG@10 on categories 1-4 of all five conversations (benchmarks/hybrid_locomo.py)
+
+
+@pytest.mark.skipif(not EVAL_PATH.exists(), reason="LoCoMo dev data not available")
+async def test_locomo_hybrid_beats_vector_and_keyword(tmp_path, real_embedder):
+    """recall@10 / nDCG@10 on categories 1-4, one namespace per conversation, one memory per turn
+    (its dia_id in metadata), imported in one bulk import that re-embeds the turns."""
+    from mcp import Client
+
+    from benchmarks import locomo
+    from benchmarks.hybrid_locomo import CachedEmbedder, summarize
+    from spatial_memory.server import create_server
+
+    conversations = locomo.load(EVAL_PATH)[:LOCOMO_CONVERSATIONS]
+    # No access-count writes during the measurement: every query sees the same table.
+    settings = Settings(path=tmp_path / "store", preload=False, access_flush_seconds=3600)
+    exports = settings.allowed_import_dirs[0]
+    exports.mkdir(parents=True)
+    turns = [
+        {"content": t.text, "namespace": c.sample_id, "metadata": {"dia_id": t.dia_id}}
+        for c in conversations
+        for t in c.turns
+    ]
+    (exports / "locomo.json").write_text(json.dumps(turns))
+    started = time.perf_counter()
+    async with Client(create_server(settings, embedder=CachedEmbedder(real_embedder))) as client:
+        imported = data(
+            await client.call_tool(
+                "import_memories", {"source_path": "locomo.json", "regenerate_embeddings": True, "dry_run": False}
+            )
+        )
+        assert imported["memories_imported"] == len(turns), imported
+        # The bulk import has upkeep fold the rows into the full-text index: wait for it.
+        for _ in range(300):
+            indices = data(await client.call_tool("stats", {}))["indices"]
+            if indices and all(i["status"] == "ready" and i["num_indexed_rows"] == len(turns) for i in indices):
+                break
+            await anyio.sleep(0.1)
+        else:
+            pytest.fail(f"full-text index not brought up to date: {indices}")
+        args = {"output_path": "locomo-ids.json", "include_vectors": False}
+        exported = data(await client.call_tool("export_memories", args))
+        assert exported["memories_exported"] == len(turns)
+        memories = json.loads(Path(exported["output_path"]).read_text())["memories"]
+        dia_of = {m["id"]: m["metadata"]["dia_id"] for m in memories}
+
+        methods = {
+            "vector": ("recall", {}),
+            "keyword": ("hybrid_recall", {"alpha": 0.0}),
+            "hybrid 0.5": ("hybrid_recall", {"alpha": 0.5}),
+            f"hybrid {BEST_ALPHA}": ("hybrid_recall", {"alpha": BEST_ALPHA}),
+        }
+        results = {}
+        for label, (tool, extra) in methods.items():
+            scores: dict[int, list[dict[str, float]]] = {}
+            for conv in conversations:
+                for q in conv.questions:
+                    if q.category not in (1, 2, 3, 4):
+                        continue
+                    args = {"query": q.question, "limit": 10, "namespace": conv.sample_id, **extra}
+                    ranked = [dia_of[i] for i in await _ids(client, tool, args)]
+                    scores.setdefault(q.category, []).append(locomo.score(ranked, q.evidence))
+            results[label] = summarize(scores)["categories 1-4"]
+    elapsed = time.perf_counter() - started
+    print("\nLoCoMo dev, first", LOCOMO_CONVERSATIONS, f"conversations ({elapsed:.0f} s):")
+    for label, metrics in results.items():
+        print(f"  {label:<12} recall@10 {metrics['recall@10']:.3f}  nDCG@10 {metrics['ndcg@10']:.3f}")
+    best, half, vector, keyword = (
+        results[f"hybrid {BEST_ALPHA}"],
+        results["hybrid 0.5"],
+        results["vector"],
+        results["keyword"],
+    )
+    for metric in ("recall@10", "ndcg@10"):
+        assert best[metric] > vector[metric] and best[metric] > keyword[metric], (metric, results)
+        assert half[metric] > vector[metric], (metric, results)
+    assert half["recall@10"] > keyword["recall@10"], results
