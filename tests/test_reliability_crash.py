@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import random
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 
 from .reliability import RawServer, budget, new_store, open_store
@@ -171,7 +171,7 @@ def test_sigkill_at_random_points_loses_nothing(tmp_path):
     rng = random.Random(seed)
     store = new_store(tmp_path, "store")
     model = Model()
-    duration: dict[str, float] = defaultdict(lambda: 0.3)  # how long each operation takes when not killed
+    duration: dict[str, float] = {}  # how long each operation takes when not killed
     kills: Counter[str] = Counter()
     outcomes: Counter[str] = Counter()
     available: list[str] | None = None
@@ -188,11 +188,14 @@ def test_sigkill_at_random_points_loses_nothing(tmp_path):
             play = Round(server, model, rng, rounds)
             request, check = getattr(play, scenario)()
             started = time.monotonic()
-            time.sleep(rng.uniform(0, 1.3 * duration[scenario]))
+            if scenario not in duration:  # first time: time it to completion, then kill the idle server
+                server.wait(request)
+                duration[scenario] = time.monotonic() - started
+                server._responses[request] = {}
+            else:  # kill anywhere from early in the operation to just after its answer
+                time.sleep(duration[scenario] * rng.uniform(0.2, 1.1))
             server.kill()
             acked = request in server._responses
-            if acked:
-                duration[scenario] = 0.5 * duration[scenario] + 0.5 * (time.monotonic() - started)
             assert not server.stray_stdout, server.stray_stdout[:3]
         kills[scenario] += 1
         rows = _snapshot(store)
