@@ -66,6 +66,13 @@ class Settings(BaseSettings):
     version_retention_seconds: int = Field(
         60, ge=0, description="Old table versions older than this are removed during compaction."
     )
+    vector_index_threshold: int = Field(
+        20_000, ge=1_000, description="Build the approximate (IVF_HNSW_SQ) vector index once the table has this many rows."
+    )
+    index_ef: int = Field(400, ge=10, le=2_000, description="HNSW search breadth for indexed queries.")
+    index_refine_factor: int = Field(
+        5, ge=1, le=50, description="Indexed queries re-rank this many times `limit` candidates on full vectors."
+    )
     access_flush_seconds: float = Field(2.0, ge=0.0, description="How often recorded recall accesses are written.")
     lock_timeout_seconds: float = Field(
         30.0,

@@ -61,6 +61,7 @@ class Resources:
         if self._store is None:
             with self._store_lock:
                 if self._store is None:
+                    from .indexing import IndexPolicy
                     from .store import MemoryStore
 
                     self._store = MemoryStore(
@@ -70,6 +71,12 @@ class Resources:
                         compact_fragment_threshold=self.settings.compact_fragment_threshold,
                         version_retention_seconds=self.settings.version_retention_seconds,
                         lock_timeout_seconds=self.settings.lock_timeout_seconds,
+                        index_policy=IndexPolicy(
+                            vector_index_threshold=self.settings.vector_index_threshold,
+                            scalar_index_threshold=self.settings.vector_index_threshold,
+                            ef=self.settings.index_ef,
+                            refine_factor=self.settings.index_refine_factor,
+                        ),
                     )
         return self._store
 

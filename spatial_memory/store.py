@@ -28,6 +28,7 @@ import pyarrow as pa
 from .cancellation import check_cancelled
 from .errors import ConfigurationError, SpatialMemoryError, StorageError
 from .filters import Filter, build_filter, metadata_matches, quote
+from .indexing import IndexPolicy, ensure_indexes, vector_index_rows
 from .records import MemoryRecord, ScoredMemory, is_uuid, utc_now
 
 log = logging.getLogger(__name__)
@@ -115,6 +116,7 @@ def vectors_of(table: pa.Table) -> np.ndarray:
 # ---- one writer at a time, across threads and processes ---------------------------------
 
 LOCK_FILE = "memories.lock"
+INDEX_LOCK_FILE = "indexes.lock"
 
 try:  # POSIX
     import fcntl
@@ -258,6 +260,7 @@ class MemoryStore:
         compact_fragment_threshold: int = 24,
         version_retention_seconds: int = 60,
         lock_timeout_seconds: float = 30.0,
+        index_policy: IndexPolicy | None = None,
     ) -> None:
         import lancedb
 
@@ -287,6 +290,13 @@ class MemoryStore:
         self._check_model()
         self._ensure_fts_index()
         self._writes_since_compaction = self._fragment_count()
+        self._index_policy = index_policy or IndexPolicy()
+        # Index builds take their own lock so they never block writers; a busy lock means
+        # another process is already building, and this one skips its turn.
+        self._index_lock = StoreLock(db_path / INDEX_LOCK_FILE, 0.05)
+        self._vector_indexed = False
+        self._index_checked_at = 0.0
+        self._refresh_index_state()
 
     def _create_table(self):
         try:
@@ -390,6 +400,9 @@ class MemoryStore:
         columns = SUMMARY_COLUMNS + (["vector"] if with_vectors else [])
         query = self._table.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
         query = query.distance_type("dot").select([*columns, "_distance"]).limit(limit)
+        if self._vector_index_ready():
+            # Search the HNSW graph wider and re-rank its candidates on the full vectors.
+            query = query.ef(self._index_policy.ef).refine_factor(self._index_policy.refine_factor)
         if where:
             query = query.where(where, prefilter=True)
         try:
@@ -616,6 +629,40 @@ class MemoryStore:
                 self._optimize(age)
             self._writes_since_compaction = 0
         self._ensure_fts_index()
+        self._maintain_indexes()
+
+    # ---- approximate vector index --------------------------------------------------------
+
+    def _refresh_index_state(self) -> None:
+        try:
+            self._vector_indexed = vector_index_rows(self._table) is not None
+        except Exception:  # noqa: BLE001 - advisory; searching without ef/refine still works
+            self._vector_indexed = False
+        self._index_checked_at = time.monotonic()
+
+    def _vector_index_ready(self) -> bool:
+        # Another process may have built the index: look again every half minute.
+        if time.monotonic() - self._index_checked_at > 30:
+            self._refresh_index_state()
+        return self._vector_indexed
+
+    def _maintain_indexes(self) -> None:
+        """Build or rebuild the ANN and scalar indexes the table's size calls for (upkeep thread only)."""
+        policy = self._index_policy
+        rows = self._table.count_rows()
+        if rows < min(policy.vector_index_threshold, policy.scalar_index_threshold):
+            return
+        try:
+            with self._index_lock:
+                done = ensure_indexes(self._table, rows, policy)
+        except StorageError:
+            return  # another process holds the index lock and is doing this work
+        except Exception:  # noqa: BLE001 - exact search keeps working without the index
+            log.exception("building indexes failed; searches stay exact (brute force)")
+            return
+        for action in done:
+            log.info("built %s", action)
+        self._refresh_index_state()
 
     def _optimize(self, cleanup_older_than: timedelta) -> None:
         for attempt in range(WRITE_ATTEMPTS):

@@ -53,13 +53,16 @@ class NewMemory:
 
 
 def _directory_size(path) -> int:
+    """Bytes under path; files another process removes mid-walk are skipped, not fatal."""
+    import os
+
     total = 0
-    for item in path.rglob("*"):
-        try:
-            if item.is_file():
-                total += item.stat().st_size
-        except OSError:
-            continue
+    for root, _dirs, files in os.walk(path, onerror=lambda _exc: None):
+        for name in files:
+            try:
+                total += os.stat(os.path.join(root, name)).st_size
+            except OSError:
+                continue
     return total
 
 

@@ -1,0 +1,66 @@
+"""The approximate vector index: built by upkeep past a size threshold, accurate, kept current."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from spatial_memory.filters import build_filter
+from spatial_memory.indexing import IndexPolicy, vector_index_rows
+from spatial_memory.records import MemoryRecord, new_id
+from spatial_memory.store import MemoryStore
+
+DIM = 64
+
+
+def clustered(n: int, rng: np.random.Generator) -> np.ndarray:
+    centers = rng.normal(size=(40, DIM))
+    vectors = centers[rng.integers(0, 40, n)] + rng.normal(scale=0.6, size=(n, DIM))
+    return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+
+
+def records(vectors: np.ndarray, offset: int = 0) -> list[MemoryRecord]:
+    return [
+        MemoryRecord(id=new_id(), content=f"memory {offset + i}", namespace=f"ns{(offset + i) % 4}", vector=v)
+        for i, v in enumerate(vectors)
+    ]
+
+
+def test_index_is_built_past_threshold_and_stays_accurate(tmp_path):
+    rng = np.random.default_rng(0)
+    policy = IndexPolicy(vector_index_threshold=2_000, scalar_index_threshold=2_000, ef=400, refine_factor=5)
+    store = MemoryStore(tmp_path / "db", "unit", DIM, index_policy=policy)
+    vectors = clustered(1_500, rng)
+    rows = records(vectors)
+    store.add(rows)
+    store.compact()
+    assert vector_index_rows(store._table) is None  # below the threshold: exact search only
+
+    more = clustered(1_500, rng)
+    rows += records(more, offset=1_500)
+    store.add(rows[1_500:])
+    store.compact()
+    assert vector_index_rows(store._table) == 3_000
+    assert store.stats()["indices"] and any(i["column"] == "vector" for i in store.stats()["indices"])
+
+    matrix = np.vstack([vectors, more])
+    queries = clustered(40, rng)
+    hits = []
+    for q in queries:
+        exact = {rows[i].id for i in np.argsort(-(matrix @ q))[:10]}
+        got = {h.record.id for h in store.search(q, 10)}
+        hits.append(len(exact & got) / 10)
+    assert np.mean(hits) >= 0.95, np.mean(hits)
+
+    # Namespace prefilter on the indexed table returns only that namespace, still accurate.
+    in_ns = np.array([r.namespace == "ns2" for r in rows])
+    q = queries[0]
+    sims = np.where(in_ns, matrix @ q, -9)
+    exact = {rows[i].id for i in np.argsort(-sims)[:10]}
+    got = store.search(q, 10, build_filter(namespace="ns2"))
+    assert {h.record.namespace for h in got} == {"ns2"}
+    assert len(exact & {h.record.id for h in got}) >= 9
+
+    # Rows written after the build are found before the next upkeep pass.
+    fresh = records(clustered(5, rng), offset=10_000)
+    store.add(fresh)
+    assert store.search(fresh[0].vector, 1)[0].record.id == fresh[0].id
