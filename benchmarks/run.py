@@ -289,12 +289,12 @@ async def main_async(args: argparse.Namespace) -> None:
         if "cold_start" in only or not (root / "cold-first").exists():
             results["cold_start"] = await cold_start(root, runs=args.runs)
         if "ingest" in only:
-            results["ingest"] = await ingest(root, (1_000, 10_000))
+            results["ingest"] = await ingest(root, tuple(int(x) for x in args.ingest_sizes.split(",")))
         if "latency" in only:
-            sizes = (1_000, 10_000) + ((100_000, 1_000_000) if args.large else ())
+            sizes = tuple(int(x) for x in args.latency_sizes.split(",")) + ((100_000, 1_000_000) if args.large else ())
             results["latency"] = await latency(root, sizes)
         if "spatial" in only:
-            results["spatial"] = await spatial(root, (1_000, 5_000))
+            results["spatial"] = await spatial(root, tuple(int(x) for x in args.spatial_sizes.split(",")))
         if "quality" in only:
             results["quality"] = await quality(root, tuple(float(a) for a in args.alphas.split(",")))
         for name, payload in results.items():
@@ -310,7 +310,10 @@ def main() -> None:
     parser.add_argument("--large", action="store_true", help="also measure 100,000 and 1,000,000 memories")
     parser.add_argument("--only", default="", help=f"comma-separated sections: {', '.join(SECTIONS)}")
     parser.add_argument("--runs", type=int, default=5, help="cold-start runs (median reported)")
-    parser.add_argument("--alphas", default="0.5", help="hybrid_recall alphas for the quality section")
+    parser.add_argument("--alphas", default="0.35,0.5", help="hybrid_recall alphas for the quality section")
+    parser.add_argument("--ingest-sizes", default="1000,10000")
+    parser.add_argument("--latency-sizes", default="1000,10000")
+    parser.add_argument("--spatial-sizes", default="1000,5000")
     parser.add_argument("--keep", action="store_true", help="keep the temporary stores")
     asyncio.run(main_async(parser.parse_args()))
 

@@ -47,7 +47,12 @@ class Settings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     preload: bool = Field(True, description="Load the store and model in the background right after start-up.")
     warm_up_projection: bool = Field(
-        True, description="After preloading, compile UMAP in the background so the first visualize is quick."
+        False,
+        description=(
+            "After preloading, compile UMAP in the background so the first visualize is quick "
+            "(costs ~250 MB of RSS and some CPU right after start; otherwise the first visualize "
+            "reports progress while it compiles)."
+        ),
     )
 
     max_content_length: int = Field(100_000, ge=1)

@@ -55,6 +55,7 @@ class Resources:
         self._store: Any = None
         self._store_lock = threading.Lock()
         self.upkeep = Upkeep(self)
+        self.projection_warm = False
 
     def store(self):
         """The MemoryStore, opened on first use (blocking; call from a worker thread)."""
@@ -97,6 +98,7 @@ class Resources:
                 from .algorithms import warm_up_projection
 
                 warm_up_projection()
+                self.projection_warm = True
             except Exception as exc:  # noqa: BLE001
                 log.warning("UMAP warm-up failed: %s", exc)
 

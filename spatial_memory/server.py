@@ -323,6 +323,9 @@ def create_server(settings: Settings, *, embedder: Embedder | None = None) -> Sp
         """Map memories to 2-D/3-D (UMAP on cosine similarity) as json, a Mermaid flowchart or an SVG image.
 
         Colours are clusters, size is importance, tooltips hold the full content."""
+        # The first projection in a process compiles UMAP (numba): say so while it runs.
+        app = ctx.request_context.lifespan_context
+        note = None if app.visualization.projection_ready else "compiling UMAP for the first map since start-up"
         return await call(
             ctx,
             lambda app: app.visualization.visualize(
@@ -334,6 +337,7 @@ def create_server(settings: Settings, *, embedder: Embedder | None = None) -> Sp
                 max_memories=max_memories,
                 highlight_ids=highlight_ids,
             ),
+            progress=note,
         )
 
     # ---- lifecycle ----------------------------------------------------------------------

@@ -23,7 +23,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 from .cancellation import request_scope
 from .errors import SpatialMemoryError
-from .validation import nesting_depth
+from .validation import argument_problem
 
 log = logging.getLogger("spatial_memory.tools")
 
@@ -46,6 +46,7 @@ def success(result: pydantic.BaseModel) -> CallToolResult:
 
 
 def failure(error_type: str, message: str) -> CallToolResult:
+    message = message.encode("utf-8", "replace").decode("utf-8")  # an echoed lone surrogate cannot be sent
     data = {"error": error_type, "message": message, "isError": True}
     return CallToolResult(content=[TextContent(type="text", text=_json(data))], structured_content=data, is_error=True)
 
@@ -65,15 +66,49 @@ def describe_validation_error(exc: pydantic.ValidationError) -> str:
     return "Invalid arguments: " + "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
 
 
-async def call(ctx: Context, fn: Callable[[Any], pydantic.BaseModel]) -> CallToolResult:
-    """Run `fn(app)` in a worker thread and wrap its result or error."""
+async def _heartbeat(ctx: Context, message: str) -> None:
+    """MCP progress notifications while a slow call runs (no-op unless the client sent a token)."""
+    elapsed = 0
+    while True:
+        try:
+            await ctx.report_progress(elapsed, None, message)
+        except Exception:  # noqa: BLE001 - progress is best effort
+            return
+        await anyio.sleep(1.0)
+        elapsed += 1
+
+
+async def _run_with_progress(fn: Callable[[Any], Any], app: Any, ctx: Context, progress: str | None) -> Any:
+    if progress is None:
+        return await anyio.to_thread.run_sync(fn, app, abandon_on_cancel=True)
+    outcome: Any = None
+    error: BaseException | None = None
+    async with anyio.create_task_group() as group:
+        group.start_soon(_heartbeat, ctx, progress)
+        try:
+            outcome = await anyio.to_thread.run_sync(fn, app, abandon_on_cancel=True)
+        except BaseException as exc:  # noqa: BLE001 - re-raised below, unwrapped by the task group
+            error = exc
+        finally:
+            group.cancel_scope.cancel()
+    if error is not None:
+        raise error
+    return outcome
+
+
+async def call(
+    ctx: Context, fn: Callable[[Any], pydantic.BaseModel], *, progress: str | None = None
+) -> CallToolResult:
+    """Run `fn(app)` in a worker thread and wrap its result or error.
+
+    With `progress`, the client gets a progress notification every second until it finishes."""
     app = ctx.request_context.lifespan_context
     with request_scope() as cancelled:
         try:
             # A cancelled request (or a client that closed the pipe) returns at once instead of
             # waiting for its worker; the token makes the worker stop before any commit it has
             # not started yet, so nothing is written for a client that is gone.
-            result = await anyio.to_thread.run_sync(fn, app, abandon_on_cancel=True)
+            result = await _run_with_progress(fn, app, ctx, progress)
         except anyio.get_cancelled_exc_class():
             cancelled.set()
             raise
@@ -107,8 +142,9 @@ class SpatialMemoryMCPServer(MCPServer):
     and whose stdio transport answers a line it cannot parse instead of dropping it."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:
-        if nesting_depth(arguments, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
-            return failure("ValidationError", f"Invalid arguments: nested more than {MAX_ARGUMENT_DEPTH} levels deep")
+        problem = argument_problem(arguments, MAX_ARGUMENT_DEPTH)
+        if problem is not None:
+            return failure("ValidationError", f"Invalid arguments: {problem}")
         try:
             return await super().call_tool(name, arguments, context)
         except RecursionError:
@@ -158,26 +194,33 @@ _REQUEST_ID = re.compile(r'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")')
 async def _answer_unparseable(exc: Exception, write_stream: Any, session_message: Any) -> None:
     import mcp_types
 
-    line, reason = "", str(exc)[:200]
-    if isinstance(exc, pydantic.ValidationError) and exc.errors():
-        first = exc.errors()[0]
-        raw, reason = first.get("input"), str(first.get("msg", reason))[:200]
-        line = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw if isinstance(raw, str) else ""
-    found = _REQUEST_ID.search(line[:4096])
-    request_id: int | str | None = None
-    if found:
-        token = found.group(1)
-        try:
-            request_id = json.loads(token)
-        except ValueError:
-            request_id = None
+    request_id: Any = None
+    code, reason, line = -32700, str(exc)[:200], ""
+    if isinstance(exc, pydantic.ValidationError):
+        for err in exc.errors():
+            value = err.get("input")
+            if isinstance(value, dict):  # valid JSON, but not a valid JSON-RPC message
+                code, reason, request_id = -32600, f"{'.'.join(map(str, err['loc']))}: {err['msg']}", value.get("id")
+                break
+            if err.get("type") == "json_invalid" and isinstance(value, (str, bytes)):
+                line = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+                reason = str(err.get("msg", reason))[:200]
+        if line:
+            found = _REQUEST_ID.search(line[:4096])
+            if found:
+                try:
+                    request_id = json.loads(found.group(1))
+                except ValueError:
+                    request_id = None
+    if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
+        request_id = None
     log.warning("unparseable message (request id %r): %s", request_id, reason)
-    error = mcp_types.JSONRPCError(
-        jsonrpc="2.0",
-        id=request_id,
-        error=mcp_types.ErrorData(code=-32700, message="Parse error: not a valid JSON-RPC message (nesting "
-                                  "deeper than the parser allows, an invalid escape, or malformed JSON)"),
+    message = (
+        "Parse error: not valid JSON (nested deeper than the parser allows, an invalid escape, or malformed)"
+        if code == -32700
+        else "Invalid Request: not a valid JSON-RPC message"
     )
+    error = mcp_types.JSONRPCError(jsonrpc="2.0", id=request_id, error=mcp_types.ErrorData(code=code, message=message))
     try:
         await write_stream.send(session_message(error))
     except (anyio.ClosedResourceError, anyio.BrokenResourceError):

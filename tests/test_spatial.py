@@ -218,3 +218,19 @@ async def test_all_spatial_tools_on_2000_memories(client):
     assert data(regions)["total_memories"] == 2000
     viz = await client.call_tool("visualize", {"max_memories": 2000, "format": "svg"})
     assert not viz.is_error and data(viz)["node_count"] == 2000
+
+
+async def test_first_visualize_reports_progress(client):
+    await client.call_tool("remember_batch", {"memories": [{"content": f"note number {i}"} for i in range(20)]})
+    updates = []
+
+    async def on_progress(progress, total, message):
+        updates.append(message)
+
+    first = await client.call_tool("visualize", {}, progress_callback=on_progress)
+    assert not first.is_error
+    assert updates and "UMAP" in updates[0]
+    updates.clear()
+    await client.call_tool("remember", {"content": "one more"})
+    second = await client.call_tool("visualize", {}, progress_callback=on_progress)
+    assert not second.is_error and updates == []

@@ -29,6 +29,12 @@ class VisualizationService:
     def __init__(self, resources: Resources) -> None:
         self._r = resources
         self._cache = VersionedCache()
+        self._projected = False
+
+    @property
+    def projection_ready(self) -> bool:
+        """False until UMAP has been compiled in this process (first call, or the warm-up)."""
+        return self._projected or self._r.projection_warm
 
     def visualize(
         self,
@@ -71,6 +77,7 @@ class VisualizationService:
 
         try:
             coords = alg.normalize_coordinates(alg.project(vectors, dimensions))
+            self._projected = True
             labels = (
                 alg.cluster_vectors(vectors, 3).labels if len(records) >= 6 else np.full(len(records), -1)
             )
