@@ -134,15 +134,59 @@ def short_texts(n: int, seed: int = 0) -> list[str]:
     import random
 
     rng = random.Random(seed)
-    subjects = ["The deploy script", "Our API", "The billing service", "Alice", "The nightly job", "The cache layer",
-                "The mobile app", "Bob", "The search index", "The staging cluster", "The design doc", "Carol"]
-    verbs = ["now uses", "depends on", "was migrated to", "should avoid", "times out with", "is documented in",
-             "was rewritten for", "prefers", "logs errors to", "is blocked by"]
-    objects = ["PostgreSQL 16", "a Redis cluster", "the new auth flow", "gRPC streaming", "S3 lifecycle rules",
-               "feature flags", "the on-call rotation", "Kubernetes 1.31", "a retry budget", "structured logging",
-               "the quarterly roadmap", "vector search", "TypeScript strict mode", "the EU data residency rule"]
-    tails = ["since Monday.", "per the last review.", "until further notice.", "after the incident.", "in prod.",
-             "for the beta.", "as agreed with the team.", "to cut latency.", ""]
+    subjects = [
+        "The deploy script",
+        "Our API",
+        "The billing service",
+        "Alice",
+        "The nightly job",
+        "The cache layer",
+        "The mobile app",
+        "Bob",
+        "The search index",
+        "The staging cluster",
+        "The design doc",
+        "Carol",
+    ]
+    verbs = [
+        "now uses",
+        "depends on",
+        "was migrated to",
+        "should avoid",
+        "times out with",
+        "is documented in",
+        "was rewritten for",
+        "prefers",
+        "logs errors to",
+        "is blocked by",
+    ]
+    objects = [
+        "PostgreSQL 16",
+        "a Redis cluster",
+        "the new auth flow",
+        "gRPC streaming",
+        "S3 lifecycle rules",
+        "feature flags",
+        "the on-call rotation",
+        "Kubernetes 1.31",
+        "a retry budget",
+        "structured logging",
+        "the quarterly roadmap",
+        "vector search",
+        "TypeScript strict mode",
+        "the EU data residency rule",
+    ]
+    tails = [
+        "since Monday.",
+        "per the last review.",
+        "until further notice.",
+        "after the incident.",
+        "in prod.",
+        "for the beta.",
+        "as agreed with the team.",
+        "to cut latency.",
+        "",
+    ]
     return [
         f"{rng.choice(subjects)} {rng.choice(verbs)} {rng.choice(objects)} {rng.choice(tails)} (note {i})".strip()
         for i in range(n)

@@ -159,9 +159,9 @@ async def latency(root: Path, sizes: tuple[int, ...], queries: int = 200) -> dic
     rows = []
     models = root / "cold-first" / "models"
     for n in sizes:
-        existing = root / f"ingest-batch-{n}"
-        if existing.exists():
-            store = existing
+        existing = [root / f"ingest-batch-{n}", root / f"latency-{n}"]
+        if any(p.exists() for p in existing):
+            store = next(p for p in existing if p.exists())
         else:
             store = _fresh_store(root, f"latency-{n}", models if models.exists() else None)
             t = time.perf_counter()
@@ -258,7 +258,9 @@ async def quality(root: Path, alphas: tuple[float, ...] = (0.5,)) -> dict[str, A
             matrix = embedder.embed_documents([t.text for t in conv.turns])
             for q in conv.questions:
                 for label, tool, extra in methods:
-                    result = await call(client, tool, {"query": q.question, "limit": 10, "namespace": conv.sample_id, **extra})
+                    result = await call(
+                        client, tool, {"query": q.question, "limit": 10, "namespace": conv.sample_id, **extra}
+                    )
                     ranked = [dia_of[m["id"]] for m in result["memories"]]
                     if tool == "recall":
                         exact = np.argsort(-(matrix @ embedder.embed_query(q.question)), kind="stable")[:10]
@@ -283,10 +285,11 @@ async def quality(root: Path, alphas: tuple[float, ...] = (0.5,)) -> dict[str, A
 
 async def main_async(args: argparse.Namespace) -> None:
     only = set(args.only.split(",")) if args.only else set(SECTIONS)
-    root = Path(tempfile.mkdtemp(prefix="sm-bench-"))
+    root = Path(args.store_root) if args.store_root else Path(tempfile.mkdtemp(prefix="sm-bench-"))
+    root.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {}
     try:
-        if "cold_start" in only or not (root / "cold-first").exists():
+        if "cold_start" in only:
             results["cold_start"] = await cold_start(root, runs=args.runs)
         if "ingest" in only:
             results["ingest"] = await ingest(root, tuple(int(x) for x in args.ingest_sizes.split(",")))
@@ -301,7 +304,7 @@ async def main_async(args: argparse.Namespace) -> None:
             write_json(name, payload)
         print(f"\nJSON written to {Path(__file__).parent / 'results'}")
     finally:
-        if not args.keep:
+        if not args.keep and not args.store_root:
             shutil.rmtree(root, ignore_errors=True)
 
 
@@ -314,6 +317,7 @@ def main() -> None:
     parser.add_argument("--ingest-sizes", default="1000,10000")
     parser.add_argument("--latency-sizes", default="1000,10000")
     parser.add_argument("--spatial-sizes", default="1000,5000")
+    parser.add_argument("--store-root", default="", help="reuse/keep stores here (e.g. a prebuilt 1M store)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary stores")
     asyncio.run(main_async(parser.parse_args()))
 

@@ -72,7 +72,9 @@ class Settings(BaseSettings):
         60, ge=0, description="Old table versions older than this are removed during compaction."
     )
     vector_index_threshold: int = Field(
-        20_000, ge=1_000, description="Build the approximate (IVF_HNSW_SQ) vector index once the table has this many rows."
+        20_000,
+        ge=1_000,
+        description="Build the approximate (IVF_HNSW_SQ) vector index once the table has this many rows.",
     )
     index_ef: int = Field(400, ge=10, le=2_000, description="HNSW search breadth for indexed queries.")
     index_refine_factor: int = Field(

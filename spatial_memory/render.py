@@ -39,7 +39,11 @@ def _mermaid_label(text: str) -> str:
 
 
 def mermaid(
-    nodes: Sequence[VisualNode], edges: Sequence[VisualEdge], clusters: Sequence[VisualCluster], *, label_chars: int = 40
+    nodes: Sequence[VisualNode],
+    edges: Sequence[VisualEdge],
+    clusters: Sequence[VisualCluster],
+    *,
+    label_chars: int = 40,
 ) -> str:
     ids = {node.id: f"m{i}" for i, node in enumerate(nodes)}
     lines = ["flowchart LR"]
@@ -158,7 +162,9 @@ def svg(
     for i, (label, color, size) in enumerate(entries[:24]):
         y = pad + 22 + i * 20
         parts.append(f'<circle cx="{legend_x + 6}" cy="{y - 4}" r="6" fill="{color}"/>')
-        parts.append(f'<text class="legend" x="{legend_x + 18}" y="{y}">{_xml_text(truncate(label, 22))} ({size})</text>')
+        parts.append(
+            f'<text class="legend" x="{legend_x + 18}" y="{y}">{_xml_text(truncate(label, 22))} ({size})</text>'
+        )
     y = pad + 22 + min(len(entries), 24) * 20 + 16
     parts.append(f'<text class="legend" x="{legend_x}" y="{y}" fill="#5f6b76">size = importance</text>')
     parts.append("</g></svg>")

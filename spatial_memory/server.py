@@ -31,14 +31,14 @@ from .results import (
     ForgetResult,
     HybridRecallResult,
     ImportResult,
+    JourneyResult,
     NamespacesResult,
     NearbyResult,
     RecallResult,
+    RegionsResult,
     ReinforceResult,
     RememberBatchResult,
     RememberResult,
-    JourneyResult,
-    RegionsResult,
     RenameNamespaceResult,
     StatsResult,
     VisualizeResult,
@@ -140,6 +140,7 @@ def create_server(settings: Settings, *, embedder: Embedder | None = None) -> Sp
         lifespan=lifespan,
         log_level=settings.log_level,
     )
+
     def tool(**options):
         # Docstrings become descriptions: dedent them so clients show clean text.
         def register(fn):
@@ -177,7 +178,9 @@ def create_server(settings: Settings, *, embedder: Embedder | None = None) -> Sp
         limit: Limit = 5,
         namespace: NamespaceFilter = None,
         min_similarity: MinSimilarity = 0.0,
-        tags: Annotated[list[str] | None, Field(max_length=100, description="Only memories with any of these tags.")] = None,
+        tags: Annotated[
+            list[str] | None, Field(max_length=100, description="Only memories with any of these tags.")
+        ] = None,
         filters: Filters = None,
         hybrid_alpha: Annotated[
             float | None,

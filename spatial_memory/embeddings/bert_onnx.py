@@ -79,9 +79,7 @@ def build_bert_mean_pooling_onnx(model_dir: Path, output_path: Path) -> None:
             const("axis0", np.array([0], dtype=np.int64)),
         ],
     )
-    token_type = const(
-        "token_type0", weights[prefix + "embeddings.token_type_embeddings.weight"][0].astype(np.float32)
-    )
+    token_type = const("token_type0", weights[prefix + "embeddings.token_type_embeddings.weight"][0].astype(np.float32))
     words = node("Gather", [weight("embeddings.word_embeddings.weight"), "input_ids"], axis=0)
     x = node("Add", [node("Add", [words, positions]), token_type])
     x = layer_norm(x, "embeddings.LayerNorm")
@@ -106,13 +104,19 @@ def build_bert_mean_pooling_onnx(model_dir: Path, output_path: Path) -> None:
 
     for i in range(int(config["num_hidden_layers"])):
         p = f"encoder.layer.{i}."
-        q = node("Transpose", [node("Reshape", [linear(x, p + "attention.self.query"), split_heads])], perm=[0, 2, 1, 3])
+        q = node(
+            "Transpose", [node("Reshape", [linear(x, p + "attention.self.query"), split_heads])], perm=[0, 2, 1, 3]
+        )
         k = node("Transpose", [node("Reshape", [linear(x, p + "attention.self.key"), split_heads])], perm=[0, 2, 3, 1])
-        v = node("Transpose", [node("Reshape", [linear(x, p + "attention.self.value"), split_heads])], perm=[0, 2, 1, 3])
+        v = node(
+            "Transpose", [node("Reshape", [linear(x, p + "attention.self.value"), split_heads])], perm=[0, 2, 1, 3]
+        )
         scores = node("Add", [node("Mul", [node("MatMul", [q, k]), scale]), additive_mask])
         probs = node("Softmax", [scores], axis=-1)
         context = node("Reshape", [node("Transpose", [node("MatMul", [probs, v])], perm=[0, 2, 1, 3]), merge_heads])
-        x = layer_norm(node("Add", [x, linear(context, p + "attention.output.dense")]), p + "attention.output.LayerNorm")
+        x = layer_norm(
+            node("Add", [x, linear(context, p + "attention.output.dense")]), p + "attention.output.LayerNorm"
+        )
         h = linear(x, p + "intermediate.dense")
         # Exact (erf) GELU, as BERT uses; onnxruntime fuses this pattern.
         erf = node("Erf", [node("Div", [h, sqrt2])])

@@ -78,9 +78,7 @@ class VisualizationService:
         try:
             coords = alg.normalize_coordinates(alg.project(vectors, dimensions))
             self._projected = True
-            labels = (
-                alg.cluster_vectors(vectors, 3).labels if len(records) >= 6 else np.full(len(records), -1)
-            )
+            labels = alg.cluster_vectors(vectors, 3).labels if len(records) >= 6 else np.full(len(records), -1)
         except Exception as exc:
             raise VisualizationError(f"projection failed: {exc}") from exc
 
