@@ -275,6 +275,7 @@ class MemoryStore:
             raise StorageError(f"cannot create the memory store directory {db_path}: {exc}") from exc
         # Shared with every process on this path: writes and maintenance take it (StoreLock).
         self._write_lock = StoreLock(db_path / LOCK_FILE, lock_timeout_seconds)
+        self._db_path = db_path
         try:
             # Consistency interval 0: every read sees commits made by other processes.
             self._db = lancedb.connect(str(db_path), read_consistency_interval=timedelta(0))
@@ -630,6 +631,22 @@ class MemoryStore:
             self._writes_since_compaction = 0
         self._ensure_fts_index()
         self._maintain_indexes()
+        self._reconnect()
+
+    def _reconnect(self) -> None:
+        """Swap in a fresh connection. LanceDB keeps the files of every superseded index version
+        open for as long as the connection lives - two more descriptors per compaction, until the
+        server runs out of them after some thousands of writes; a new connection lets them go.
+        Reads and writes already running keep the old table object until they finish."""
+        import lancedb
+
+        try:
+            db = lancedb.connect(str(self._db_path), read_consistency_interval=timedelta(0))
+            table = db.open_table(TABLE_NAME)
+        except Exception as exc:  # noqa: BLE001 - the old connection still works
+            log.warning("could not reopen the memory store after compaction: %s", exc)
+            return
+        self._db, self._table = db, table
 
     # ---- approximate vector index --------------------------------------------------------
 

@@ -36,6 +36,40 @@ def nesting_depth(value: Any, stop_at: int = 1_000) -> int:
     return deepest
 
 
+def argument_problem(arguments: Any, max_depth: int) -> str | None:
+    """What makes tool arguments unusable before any tool sees them: nesting deeper than
+    `max_depth`, or text that is not valid Unicode (lone surrogates cannot be stored, encoded
+    or sent back). None when they are fine. Iterative, so no input can exhaust the stack."""
+    stack = [(arguments, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            if not _encodable(item):
+                return "text must be valid Unicode (a lone surrogate code point was found)"
+            continue
+        if isinstance(item, dict):
+            for key in item:
+                if isinstance(key, str) and not _encodable(key):
+                    return "text must be valid Unicode (a lone surrogate code point was found)"
+            children: Any = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        if depth > max_depth:
+            return f"nested more than {max_depth} levels deep"
+        stack.extend((child, depth + 1) for child in children)
+    return None
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def content(value: str, settings: Settings, *, field: str = "content") -> str:
     if not isinstance(value, str) or not value.strip():
         raise ValidationError(f"{field.capitalize()} cannot be empty")
@@ -46,6 +80,8 @@ def content(value: str, settings: Settings, *, field: str = "content") -> str:
         )
     if "\x00" in value:
         raise ValidationError(f"{field.capitalize()} must not contain NUL characters")
+    if not _encodable(value):
+        raise ValidationError(f"{field.capitalize()} must be valid Unicode (no lone surrogate code points)")
     return value
 
 
@@ -69,8 +105,8 @@ def tags(values: list[str] | None, settings: Settings) -> list[str]:
         tag = tag.strip()
         if len(tag) > settings.max_tag_length:
             raise ValidationError(f"tag {tag[:40]!r}... is longer than {settings.max_tag_length} characters")
-        if "\x00" in tag:
-            raise ValidationError("tags must not contain NUL characters")
+        if "\x00" in tag or not _encodable(tag):
+            raise ValidationError("tags must be valid Unicode without NUL characters")
         if tag not in cleaned:
             cleaned.append(tag)
     if len(cleaned) > settings.max_tags:
@@ -97,6 +133,8 @@ def metadata(value: dict[str, Any] | None, settings: Settings) -> dict[str, Any]
         encoded = json.dumps(value, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise ValidationError(f"metadata must be plain JSON (no NaN or infinity): {exc}") from None
+    if not _encodable(encoded):
+        raise ValidationError("metadata must be valid Unicode (no lone surrogate code points)")
     if len(encoded.encode()) > settings.max_metadata_bytes:
         raise ValidationError(f"metadata is larger than {settings.max_metadata_bytes:,} bytes")
     return json.loads(encoded)

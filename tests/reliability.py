@@ -64,6 +64,13 @@ def stdio_params(store: Path, *, fake: bool = True, **env: str):
     )
 
 
+def stdio_transport(store: Path, errlog, *, fake: bool = True, **env: str):
+    """A stdio transport for `mcp.Client` whose server writes its stderr to `errlog` (an open file)."""
+    from mcp.client.stdio import stdio_client
+
+    return stdio_client(stdio_params(store, fake=fake, **env), errlog=errlog)
+
+
 def new_store(root: Path, name: str, models: Path | None = None) -> Path:
     store = root / name
     store.mkdir(parents=True)
@@ -88,7 +95,7 @@ def open_store(store: Path, *, fake: bool = True):
 
     if fake:
         return MemoryStore(store / "lancedb", FAKE_MODEL_ID, FAKE_DIM)
-    return MemoryStore(store / "lancedb", "sentence-transformers/all-MiniLM-L6-v2", 384)
+    return MemoryStore(store / "lancedb", "all-MiniLM-L6-v2", 384)
 
 
 class ServerDied(Exception):

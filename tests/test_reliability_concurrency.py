@@ -9,6 +9,7 @@ import os
 import random
 import time
 import uuid
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from spatial_memory.errors import StorageError
 from spatial_memory.records import MemoryRecord, utc_now
 from spatial_memory.store import LOCK_FILE, MemoryStore
 
-from .reliability import bundled_models, budget, new_store, open_store, stdio_params  # noqa: F401
+from .reliability import bundled_models, budget, new_store, open_store, stdio_transport  # noqa: F401
 
 pytestmark = pytest.mark.anyio
 
@@ -143,7 +144,9 @@ async def _client_loop(k: int, store: Path, ledger: Ledger, deadline: float, env
     rng = random.Random(k)
     private, generation = f"c{k}-0", 0
     mine: list[str] = []
-    async with Client(stdio_params(store, **env), read_timeout_seconds=300) as client:
+    async with AsyncExitStack() as stack:
+        errlog = stack.enter_context(open(store.parent / f"server-{k}.log", "w"))  # noqa: SIM115
+        client = await stack.enter_async_context(Client(stdio_transport(store, errlog, **env), read_timeout_seconds=300))
         tools.update(t.name for t in (await client.list_tools()).tools)
         data = await _call(client, ledger, "remember", {"content": f"client {k} first probe", "namespace": "probe"})
         ledger.remembered[data["id"]] = "probe"
@@ -242,6 +245,10 @@ async def test_many_server_processes_share_one_store(tmp_path):
     elapsed = time.monotonic() - started
     assert not ledger.errors, ledger.errors[:5]
     _check_store(store, ledger)
+    # Nor did any background work fail (access-count flushes, compactions, cleanups) in any process.
+    for log in tmp_path.glob("server-*.log"):
+        text = log.read_text(errors="replace")
+        assert "Traceback" not in text and "upkeep" not in text, text[-3000:]
     print(
         f"\n{clients} server processes, {ledger.calls} calls in {elapsed:.0f} s: {ledger.writes} acknowledged writes "
         f"({len(ledger.remembered)} memories remembered, {len(ledger.forgotten)} forgotten), "
@@ -258,7 +265,11 @@ async def test_bundled_model_servers_share_one_store(tmp_path, bundled_models): 
     ledger = Ledger()
 
     async def one(k: int) -> None:
-        async with Client(stdio_params(store, fake=False), read_timeout_seconds=300) as client:
+        async with AsyncExitStack() as stack:
+            errlog = stack.enter_context(open(tmp_path / f"server-{k}.log", "w"))  # noqa: SIM115
+            client = await stack.enter_async_context(
+                Client(stdio_transport(store, errlog, fake=False), read_timeout_seconds=300)
+            )
             for i in range(6):
                 data = await _call(client, ledger, "remember", {"content": f"Process {k} fact number {i}: {k * 7 + i}"})
                 ledger.remembered[data["id"]] = "default"

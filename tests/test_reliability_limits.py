@@ -1,0 +1,152 @@
+"""Limits: content, batch, result and import sizes are enforced with clear errors (and refuse
+everything: nothing half stored); a request whose client cancels it or goes away writes nothing."""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+import pytest
+
+from spatial_memory.config import Settings
+from spatial_memory.server import create_server
+
+from .conftest import HashEmbedder, data
+from .reliability import RawServer, bundled_models, new_store, open_store  # noqa: F401
+
+pytestmark = pytest.mark.anyio
+
+
+async def _client(settings: Settings, embedder=None):
+    from mcp import Client
+
+    return Client(create_server(settings, embedder=embedder or HashEmbedder()))
+
+
+async def _total(client) -> int:
+    return data(await client.call_tool("namespaces", {}))["total_memories"]
+
+
+def _error(result) -> dict:
+    assert result.is_error, result
+    return data(result)
+
+
+async def test_content_and_batch_limits(tmp_path):
+    settings = Settings(path=tmp_path / "store", preload=False, max_content_length=1000, max_batch_size=10)
+    async with await _client(settings) as client:
+        assert not (await client.call_tool("remember", {"content": "x" * 1000})).is_error
+        too_long = _error(await client.call_tool("remember", {"content": "x" * 1001}))
+        assert too_long["error"] == "ValidationError" and "1,001" in too_long["message"] and "1,000" in too_long["message"]
+        over_schema = _error(await client.call_tool("remember", {"content": "x" * 100_001}))
+        assert over_schema["error"] == "ValidationError" and "100000" in over_schema["message"]
+
+        items = [{"content": f"item {i}"} for i in range(10)]
+        bad_item = items[:9] + [{"content": "y" * 1001}]
+        err = _error(await client.call_tool("remember_batch", {"memories": bad_item}))
+        assert err["error"] == "ValidationError" and "memories[9]" in err["message"]
+        err = _error(await client.call_tool("remember_batch", {"memories": items + [{"content": "one too many"}]}))
+        assert err["error"] == "ValidationError" and "maximum is 10" in err["message"]
+        assert await _total(client) == 1  # neither batch stored anything
+        assert data(await client.call_tool("remember_batch", {"memories": items}))["count"] == 10
+
+        ids = [f"00000000-0000-4000-8000-{i:012d}" for i in range(11)]
+        err = _error(await client.call_tool("forget_batch", {"memory_ids": ids}))
+        assert err["error"] == "ValidationError" and "10" in err["message"]
+        assert await _total(client) == 11
+
+
+async def test_metadata_and_tag_limits(tmp_path):
+    settings = Settings(path=tmp_path / "store", preload=False, max_metadata_bytes=1000, max_tags=3)
+    async with await _client(settings) as client:
+        err = _error(await client.call_tool("remember", {"content": "m", "metadata": {"blob": "z" * 1000}}))
+        assert "1,000 bytes" in err["message"]
+        nested: dict = {}
+        for _ in range(40):
+            nested = {"k": nested}
+        err = _error(await client.call_tool("remember", {"content": "m", "metadata": nested}))
+        assert err["error"] == "ValidationError" and "32 levels" in err["message"]
+        err = _error(await client.call_tool("remember", {"content": "m", "tags": ["a", "b", "c", "d"]}))
+        assert "at most 3 tags" in err["message"]
+        deeper: list = []
+        for _ in range(100):
+            deeper = [deeper]
+        err = _error(await client.call_tool("recall", {"query": "q", "filters": {"metadata.k": deeper}}))
+        assert err["error"] == "ValidationError" and "64 levels" in err["message"]
+        assert await _total(client) == 0
+
+
+async def test_result_size_limit(tmp_path):
+    settings = Settings(path=tmp_path / "store", preload=False, max_result_bytes=20_000)
+    async with await _client(settings) as client:
+        await client.call_tool("remember_batch", {"memories": [{"content": f"long note {i} " + "w" * 5000} for i in range(8)]})
+        err = _error(await client.call_tool("recall", {"query": "long note", "limit": 8}))
+        assert err["error"] == "ResultTooLargeError"
+        assert "20,000" in err["message"] and "SPATIAL_MEMORY_MAX_RESULT_BYTES" in err["message"]
+        assert data(await client.call_tool("recall", {"query": "long note", "limit": 2}))["total"] == 2
+
+
+async def test_import_size_limits(tmp_path):
+    settings = Settings(path=tmp_path / "store", preload=False, max_import_records=5, max_import_file_mb=0.02)
+    async with await _client(settings) as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        if not {"export_memories", "import_memories"} <= names:
+            pytest.skip("no import_memories tool yet")
+        await client.call_tool("remember_batch", {"memories": [{"content": f"row {i}"} for i in range(6)]})
+        data(await client.call_tool("export_memories", {"output_path": "six.json", "include_vectors": False}))
+        err = _error(await client.call_tool("import_memories", {"source_path": "six.json", "dry_run": False,
+                                                                "regenerate_embeddings": True}))
+        assert err["error"] == "ImportRecordLimitError" and "5" in err["message"]
+        await client.call_tool("remember_batch", {"memories": [{"content": "pad " + "p" * 9000} for _ in range(3)]})
+        data(await client.call_tool("export_memories", {"output_path": "big.json", "include_vectors": False}))
+        err = _error(await client.call_tool("import_memories", {"source_path": "big.json", "dry_run": False,
+                                                                "regenerate_embeddings": True}))
+        assert err["error"] == "FileSizeLimitError"
+        assert await _total(client) == 9
+
+
+class SlowEmbedder(HashEmbedder):
+    """Takes a while per batch, like a real model on a busy machine."""
+
+    def embed_documents(self, texts):
+        time.sleep(1.5)
+        return super().embed_documents(texts)
+
+
+async def test_cancelled_request_writes_nothing(tmp_path):
+    settings = Settings(path=tmp_path / "store", preload=False)
+    async with await _client(settings, SlowEmbedder()) as client:
+        with anyio.move_on_after(0.3) as scope:  # the client gives up: notifications/cancelled
+            await client.call_tool("remember_batch", {"memories": [{"content": f"late {i}"} for i in range(50)]})
+        assert scope.cancelled_caught
+        await anyio.sleep(2.5)  # long after the embedding finished
+        assert await _total(client) == 0
+        assert not (await client.call_tool("remember", {"content": "still fine"})).is_error
+        assert await _total(client) == 1
+
+
+def test_client_that_disconnects_mid_batch_leaves_no_writer(tmp_path, bundled_models):  # noqa: F811
+    """Over stdio with the bundled model: a large remember_batch is in flight when the client closes
+    the pipe. The server stops at once (no task goes on embedding and writing for nobody) and the
+    batch is fully absent - or, had it already committed, fully present."""
+    store = new_store(tmp_path, "store", bundled_models)
+    long_text = " ".join(f"word{i}" for i in range(220))  # ~256 tokens: each embedding costs the most
+    with RawServer(store, fake=False, SPATIAL_MEMORY_LOG_LEVEL="WARNING") as server:
+        server.initialize()
+        server.ok("remember", {"content": "warm up the model and the store"})
+        started = time.monotonic()
+        server.ok("remember_batch", {"memories": [{"content": f"timed {i} {long_text}"} for i in range(16)]})
+        per_item = (time.monotonic() - started) / 16
+        count = 1000
+        server.call_id("remember_batch", {"memories": [{"content": f"orphan {i} {long_text}"} for i in range(count)]})
+        time.sleep(0.5)
+        closed = time.monotonic()
+        returncode = server.close(timeout=120)
+        exit_seconds = time.monotonic() - closed
+    rows = [r for r in open_store(store, fake=False).scan() if r.content.startswith("orphan ")]
+    assert returncode == 0
+    assert len(rows) in (0, count)
+    # Embedding the whole batch would take ~count * per_item; the server left long before that.
+    assert len(rows) == 0 and exit_seconds < max(10.0, 0.25 * count * per_item), (exit_seconds, per_item)
+    print(f"\nclient closed the pipe mid-batch: server exited in {exit_seconds:.1f} s "
+          f"(the batch needed ~{count * per_item:.0f} s), nothing written")
