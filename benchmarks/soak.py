@@ -65,7 +65,8 @@ class MixedWorkload:
         if name == "remember_batch":
             return name, {"memories": [{"content": self._text(), "namespace": namespace} for _ in range(10)]}
         if name in ("recall", "hybrid_recall"):
-            return name, {"query": self._text(), "limit": rng.choice([1, 5, 10]), "namespace": rng.choice([None, namespace])}
+            limit, where = rng.choice([1, 5, 10]), rng.choice([None, namespace])
+            return name, {"query": self._text(), "limit": limit, "namespace": where}
         if name == "nearby":
             return name, {"memory_id": rng.choice(self.ids), "limit": 5}
         if name == "forget":

@@ -21,7 +21,7 @@ from spatial_memory.errors import StorageError
 from spatial_memory.records import MemoryRecord, utc_now
 from spatial_memory.store import LOCK_FILE, MemoryStore
 
-from .reliability import bundled_models, budget, new_store, open_store, stdio_transport  # noqa: F401
+from .reliability import budget, bundled_models, new_store, open_store, stdio_transport  # noqa: F401
 
 pytestmark = pytest.mark.anyio
 
@@ -238,7 +238,7 @@ async def test_many_server_processes_share_one_store(tmp_path):
     ledger, tools = Ledger(), set()
     clients = 3
     started = time.monotonic()
-    deadline = started + budget(25)
+    deadline = started + budget(20)
     async with anyio.create_task_group() as tg:
         for k in range(clients):
             tg.start_soon(_client_loop, k, store, ledger, deadline, env, tools)

@@ -214,3 +214,66 @@ def test_sigkill_at_random_points_loses_nothing(tmp_path):
     for label, n in sorted(outcomes.items()):
         print(f"  {label}: {n}")
     assert set(kills) == set(available)
+
+
+COMPACTOR = r"""
+import json, os, sys, uuid
+import numpy as np
+from pathlib import Path
+from spatial_memory.records import MemoryRecord, utc_now
+from spatial_memory.store import MemoryStore
+
+store = MemoryStore(Path(sys.argv[1]), "m", 8, compact_fragment_threshold=2, version_retention_seconds=0)
+log = open(sys.argv[2], "a")
+rng = np.random.default_rng()
+while True:
+    now, n = utc_now(), int(rng.integers(1, 60))
+    vectors = rng.random((n, 8), dtype=np.float32)
+    batch = [MemoryRecord(id=str(uuid.uuid4()), content="c", namespace="n", tags=[], importance=0.5,
+                          source="manual", metadata={}, created_at=now, updated_at=now, last_accessed=now,
+                          access_count=0, vector=v / np.linalg.norm(v)) for v in vectors]
+    store.add(batch)
+    log.write(json.dumps([r.id for r in batch]) + "\n")  # logged only once committed
+    log.flush()
+    if rng.random() < 0.3 and store.count():
+        gone = store.delete_ids([store.nth(int(rng.integers(0, store.count()))).id])
+        log.write(json.dumps({"forgot": gone}) + "\n")
+        log.flush()
+    store.compact()  # compaction and cleanup of superseded versions, over and over
+"""
+
+
+def test_sigkill_during_compaction_and_cleanup(tmp_path):
+    """The store itself, compacting (and cleaning up versions) after every write, killed at
+    random moments: most kills land inside optimize() or the version cleanup."""
+    import json
+    import subprocess
+    import sys
+
+    from spatial_memory.store import MemoryStore
+
+    from .reliability import REPO
+
+    db, log = tmp_path / "db", tmp_path / "acked.jsonl"
+    rng = random.Random()
+    kills, deadline = 0, time.monotonic() + budget(15)
+    while time.monotonic() < deadline or kills < 5:
+        proc = subprocess.Popen([sys.executable, "-c", COMPACTOR, str(db), str(log)], cwd=REPO,
+                                env={**os.environ, "PYTHONPATH": str(REPO)}, stderr=subprocess.PIPE)
+        time.sleep(rng.uniform(1.0, 2.5))  # start-up (~1 s), then a few write + compact cycles
+        proc.kill()
+        _, stderr = proc.communicate(timeout=30)
+        assert b"Traceback" not in stderr, stderr.decode(errors="replace")[-2000:]
+        kills += 1
+        batches, forgotten = [], set()
+        for line in (log.read_text() if log.exists() else "").splitlines():
+            entry = json.loads(line)
+            (forgotten.update(entry["forgot"]) if isinstance(entry, dict) else batches.append(entry))
+        store = MemoryStore(db, "m", 8)  # opens cleanly
+        present = {r.id for r in store.scan()}
+        assert store.count() == len(present)
+        for batch in batches:
+            kept = set(batch) - forgotten
+            assert kept <= present, f"kill {kills}: {len(kept - present)} acknowledged rows lost"
+        assert not forgotten & present, "a forgotten row came back"
+    print(f"\n{kills} SIGKILLs during write/compact/cleanup cycles, {len(present)} rows intact")

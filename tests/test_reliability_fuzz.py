@@ -37,7 +37,7 @@ def _tools() -> list[Any]:
 
 
 TOOLS = {t.name: t for t in _tools()}
-EXAMPLES = int(20 * budget(60) / 60)  # per tool and kind; the soak mode scales it up
+EXAMPLES = int(15 * budget(60) / 60)  # per tool and kind; the soak mode scales it up
 FUZZ = settings(
     max_examples=EXAMPLES,
     deadline=None,
@@ -327,11 +327,11 @@ def test_hostile_bytes_over_stdio(tmp_path):
             assert "error" in answer or answer.get("result", {}).get("isError"), answer
         # Schema-generated arguments for every tool over the pipe as well (a smaller pass).
         calls = 0
-        for name, tool in sorted(TOOLS.items()):
+        for tool_name, tool in sorted(TOOLS.items()):
 
             @settings(max_examples=3, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-            @given(args=from_schema(tool.input_schema))
-            def run(args):
+            @given(args=from_schema(tool.input_schema), name=st.just(tool_name))
+            def run(args, name):
                 nonlocal calls, expected
                 raw = json.dumps(args, ensure_ascii=False)
                 server.send_line(INIT % (5000 + calls, name, raw))
