@@ -25,6 +25,8 @@ SECTIONS = ("cold_start", "ingest", "latency", "spatial", "quality")
 
 def _fresh_store(root: Path, name: str, models: Path | None) -> Path:
     store = root / name
+    if store.exists():  # a kept store from an earlier run: cold start means empty
+        shutil.rmtree(store)
     store.mkdir(parents=True)
     if models is not None:
         # Share the once-built ONNX graph, as every start after the first does.

@@ -82,8 +82,12 @@ class MixedWorkload:
             return name, {"memory_ids": rng.sample(self.ids, 2)}
         if name == "bad_input":  # errors must not leak either
             return rng.choice(
-                [("remember", {"content": ""}), ("recall", {"query": "x", "limit": 0}),
-                 ("nearby", {"memory_id": "not-a-uuid"}), ("recall", {"query": "x", "filters": {"nope": 1}})]
+                [
+                    ("remember", {"content": ""}),
+                    ("recall", {"query": "x", "limit": 0}),
+                    ("nearby", {"memory_id": "not-a-uuid"}),
+                    ("recall", {"query": "x", "filters": {"nope": 1}}),
+                ]
             )
         return name, {}
 

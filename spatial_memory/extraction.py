@@ -101,9 +101,7 @@ _TIMESTAMP_RE = re.compile(r"[ \t]*" + _TS + r"[ \t]*")
 # "Root cause: ...", "Note to self: ...", "Title: ..."
 _LABEL_RE = re.compile(r"[ \t]*[A-Za-z][\w'\-]*(?: [\w'\-]+){0,3}:[ \t]")
 
-_ROLE_NAMES = frozenset(
-    "user assistant human ai system bot me you moderator host guest interviewer".split()
-)
+_ROLE_NAMES = frozenset("user assistant human ai system bot me you moderator host guest interviewer".split())
 # Words that look like "name:" at the start of a line but are labels whose
 # text carries meaning ("Note: ...", "Decision: ...").
 _LABEL_WORDS = frozenset(
@@ -263,11 +261,7 @@ def _segment_units(text: str) -> list:
                 mt = _TIMESTAMP_RE.match(text, inner, le)
                 if mt and mt.end() < le:
                     kind, inner = "chat", mt.end()
-            if (
-                kind is None
-                and _LABEL_RE.match(text, inner, le)
-                and not text.startswith(("http:", "https:"), inner)
-            ):
+            if kind is None and _LABEL_RE.match(text, inner, le) and not text.startswith(("http:", "https:"), inner):
                 kind = "label"
         while inner < le and text[inner] in " \t":
             inner += 1
@@ -284,7 +278,7 @@ def _segment_units(text: str) -> list:
         if kind in (None, "label") and para_first:
             # first line of a paragraph, without end punctuation, directly
             # followed by a blank line or the end of the text: a title.
-            nxt_blank = idx + 1 >= len(live) or not text[live[idx + 1][0]:live[idx + 1][1]].strip()
+            nxt_blank = idx + 1 >= len(live) or not text[live[idx + 1][0] : live[idx + 1][1]].strip()
             if nxt_blank and not _TERMINAL_END_RE.search(text, inner, le):
                 cur.title = True
         para_first = False
@@ -300,7 +294,7 @@ def _should_join(text: str, cur: _Unit, s: int) -> bool:
     comma or a function word, or the previous line is long (wrapped).
     """
     # only the tail of the unit matters (keeps joining linear)
-    prev = text[max(cur.start, cur.end - 40):cur.end]
+    prev = text[max(cur.start, cur.end - 40) : cur.end]
     if _TERMINAL_END_RE.search(prev):
         return False
     first = text[s]
@@ -441,61 +435,147 @@ _NUM = r"\d+(?:[.,]\d+)*"
 # (pattern type, base confidence, regex). Several entries per type allowed.
 _RULES = [
     # ---- explicit
-    ("explicit", 0.85, _rx(r"\bremember(?:\s+that)?\b|\bnote\s+to\s+self\b|\bdon'?t\s+forget\b|\bdo\s+not\s+forget\b"
-                         r"|\bkeep\s+in\s+mind\b|\btil\b|\bfor\s+future\s+reference\b|\bfyi\b|\bnb\b:"
-                         r"|^(?:note|reminder|tip)\s*:|\bworth\s+remembering\b")),
+    (
+        "explicit",
+        0.85,
+        _rx(
+            r"\bremember(?:\s+that)?\b|\bnote\s+to\s+self\b|\bdon'?t\s+forget\b|\bdo\s+not\s+forget\b"
+            r"|\bkeep\s+in\s+mind\b|\btil\b|\bfor\s+future\s+reference\b|\bfyi\b|\bnb\b:"
+            r"|^(?:note|reminder|tip)\s*:|\bworth\s+remembering\b"
+        ),
+    ),
     ("explicit", 0.7, _rx(r"\btodo\b|\bfixme\b|\bheads[\s-]up\b|\bpsa\b")),
     # ---- important
     ("important", 0.85, _cs(r"\bIMPORTANT\b|\bCRITICAL\b|!!!|\bWARNING\b|\bBREAKING\b")),
     ("important", 0.85, _rx(r"^(?:important|critical|warning|breaking(?:\s+change)?|caution|danger)\s*:")),
-    ("important", 0.75, _rx(r"\b(?:important|critical|crucial|essential)\b|\bkey\s+point\b|\bmust\s+not\b|\bnever\s+ever\b"
-                          r"|\bunder\s+no\s+circumstances\b|\bbreaking\s+change\b")),
+    (
+        "important",
+        0.75,
+        _rx(
+            r"\b(?:important|critical|crucial|essential)\b|\bkey\s+point\b|\bmust\s+not\b|\bnever\s+ever\b"
+            r"|\bunder\s+no\s+circumstances\b|\bbreaking\s+change\b"
+        ),
+    ),
     # ---- decision
     ("decision", 0.9, _rx(r"^(?:decision|decided|resolution|outcome)\s*:")),
-    ("decision", 0.8, _rx(r"\b(?:we|they|i|team|everyone|group|committee|management)\b[^.?!]{0,30}?\b(?:decided|agreed|chose|opted|settled\s+on|selected|picked)\b"
-                        r"|\b(?:decided|agreed)\s+(?:to|on|that)\b|\bsettled\s+on\b|\bopted\s+(?:for|to)\b"
-                        r"|\bgoing\s+(?:with|forward\s+with)\b|\b(?:we|we'll|we\s+will)\s+(?:use|go\s+with|adopt|standardi[sz]e\s+on)\b"
-                        r"|\bthe\s+decision\s+(?:is|was)\b|\bswitch(?:ed|ing)?\s+(?:from\s+[^.?!]{1,60}?\s+)?to\b"
-                        r"|\bmigrat(?:ed|ing|e)\s+(?:from\s+[^.?!]{1,60}?\s+)?to\b|\bdropped\s+support\b|\bchose\b")),
+    (
+        "decision",
+        0.8,
+        _rx(
+            r"\b(?:we|they|i|team|everyone|group|committee|management)\b[^.?!]{0,30}?\b(?:decided|agreed|chose|opted|settled\s+on|selected|picked)\b"
+            r"|\b(?:decided|agreed)\s+(?:to|on|that)\b|\bsettled\s+on\b|\bopted\s+(?:for|to)\b"
+            r"|\bgoing\s+(?:with|forward\s+with)\b|\b(?:we|we'll|we\s+will)\s+(?:use|go\s+with|adopt|standardi[sz]e\s+on)\b"
+            r"|\bthe\s+decision\s+(?:is|was)\b|\bswitch(?:ed|ing)?\s+(?:from\s+[^.?!]{1,60}?\s+)?to\b"
+            r"|\bmigrat(?:ed|ing|e)\s+(?:from\s+[^.?!]{1,60}?\s+)?to\b|\bdropped\s+support\b|\bchose\b"
+        ),
+    ),
     ("decision", 0.6, _rx(r"\b(?:approved|signed\s+off|green[\s-]?lit|we(?:'ll|\s+will|\s+are\s+going\s+to)\s+\w+)\b")),
     # ---- solution
-    ("solution", 0.8, _rx(r"\bthe\s+(?:fix|solution|workaround|remedy|answer|trick|resolution)\s+(?:was|is|here\s+is|would\s+be)\b"
-                        r"|\bthe\s+(?:fix|solution|workaround|remedy|answer|resolution)\s+(?:to|for)\s+[^.?!]{1,60}?\s+(?:was|is|would\s+be)\b"
-                        r"|^(?:fix|solution|workaround|resolution)\s*:|\b(?:fixed|solved|resolved|worked\s+around|mitigated)\s+(?:it\s+|this\s+)?by\b"
-                        r"|\bto\s+(?:fix|solve|resolve|work\s+around|avoid)\s+(?:this|it|that|the\s+\w+)\s*,"
-                        r"|\bthe\s+trick\s+is\b|\b(?:fixes|fixed|resolves|resolved|solves|solved|avoids|avoided|prevents|prevented|mitigates|works\s+around)\s+(?:it|this|that|the\s+(?:issue|problem|error|bug|crash|leak))\b"
-                        r"|\bfixed\s+in\s+v?\d")),
-    ("solution", 0.6, _rx(r"\b(?:fixed|resolved|solved|workaround|fix\s+is)\b|^now,?\s+(?:we|it|the\s+\w+)\s+(?:\w+\s+){0,2}?(?:catch(?:es)?|handles?|retr(?:y|ies)|checks?|uses?|validates?|falls?\s+back|returns?|skips?|waits?|ignores?)\b")),
+    (
+        "solution",
+        0.8,
+        _rx(
+            r"\bthe\s+(?:fix|solution|workaround|remedy|answer|trick|resolution)\s+(?:was|is|here\s+is|would\s+be)\b"
+            r"|\bthe\s+(?:fix|solution|workaround|remedy|answer|resolution)\s+(?:to|for)\s+[^.?!]{1,60}?\s+(?:was|is|would\s+be)\b"
+            r"|^(?:fix|solution|workaround|resolution)\s*:|\b(?:fixed|solved|resolved|worked\s+around|mitigated)\s+(?:it\s+|this\s+)?by\b"
+            r"|\bto\s+(?:fix|solve|resolve|work\s+around|avoid)\s+(?:this|it|that|the\s+\w+)\s*,"
+            r"|\bthe\s+trick\s+is\b|\b(?:fixes|fixed|resolves|resolved|solves|solved|avoids|avoided|prevents|prevented|mitigates|works\s+around)\s+(?:it|this|that|the\s+(?:issue|problem|error|bug|crash|leak))\b"
+            r"|\bfixed\s+in\s+v?\d"
+        ),
+    ),
+    (
+        "solution",
+        0.6,
+        _rx(
+            r"\b(?:fixed|resolved|solved|workaround|fix\s+is)\b|^now,?\s+(?:we|it|the\s+\w+)\s+(?:\w+\s+){0,2}?(?:catch(?:es)?|handles?|retr(?:y|ies)|checks?|uses?|validates?|falls?\s+back|returns?|skips?|waits?|ignores?)\b"
+        ),
+    ),
     # ---- error
-    ("error", 0.8, _rx(r"^(?:error|fatal|panic)\s*:|\btraceback\b|\bseg(?:mentation\s+)?faults?(?:ed)?\b|\bcore\s+dump")),
+    (
+        "error",
+        0.8,
+        _rx(r"^(?:error|fatal|panic)\s*:|\btraceback\b|\bseg(?:mentation\s+)?faults?(?:ed)?\b|\bcore\s+dump"),
+    ),
     ("error", 0.8, _cs(r"\b[A-Z]\w*(?:Error|Exception)\b|\bE[A-Z]{4,}\b")),
-    ("error", 0.7, _rx(r"\b(?:fails?|failed|failing|crash(?:es|ed|ing)?|throws?|threw|raises?|raised|panics?|hangs?|times?\s+out|timed\s+out)\b[^.?!]{0,80}?\b(?:when|with|if|on|for|because|after)\b"
-                     r"|\b(?:http|status(?:\s+code)?)\s*5\d\d\b|\b5\d\d\s+(?:errors?|internal\s+server|bad\s+gateway|service\s+unavailable|gateway\s+timeout)\b|\berror\s+(?:message|code)\b|\b(?:timeout|deadlock|stack\s+overflow|out\s+of\s+memory|oom)\b"
-                     r"|\breturns?\s+(?:http\s+)?[45]\d\d\b")),
+    (
+        "error",
+        0.7,
+        _rx(
+            r"\b(?:fails?|failed|failing|crash(?:es|ed|ing)?|throws?|threw|raises?|raised|panics?|hangs?|times?\s+out|timed\s+out)\b[^.?!]{0,80}?\b(?:when|with|if|on|for|because|after)\b"
+            r"|\b(?:http|status(?:\s+code)?)\s*5\d\d\b|\b5\d\d\s+(?:errors?|internal\s+server|bad\s+gateway|service\s+unavailable|gateway\s+timeout)\b|\berror\s+(?:message|code)\b|\b(?:timeout|deadlock|stack\s+overflow|out\s+of\s+memory|oom)\b"
+            r"|\breturns?\s+(?:http\s+)?[45]\d\d\b"
+        ),
+    ),
     ("error", 0.55, _rx(r"\b(?:error|exception|crash(?:es|ed)?|fails?|failed|failure)\b")),
     # ---- insight
-    ("insight", 0.8, _rx(r"\b(?:learned|learnt|discovered|found\s+out|figured\s+out)\s+(?:that|how|the\s+hard\s+way)\b|\bturns?\s+out\b|\bturned\s+out\b"
-                       r"|\brealized\b|\brealised\b|\bkey\s+(?:insight|takeaway|learning)\b|\blessons?\s+learned\b|\broot\s+cause\b|\btakeaway\b")),
-    ("insight", 0.55, _rx(r"\b(?:because|caused\s+by|due\s+to|the\s+reason\s+(?:is|was)|that'?s\s+why|which\s+means|so\s+that)\b|\bit\s+seems\s+that\b")),
+    (
+        "insight",
+        0.8,
+        _rx(
+            r"\b(?:learned|learnt|discovered|found\s+out|figured\s+out)\s+(?:that|how|the\s+hard\s+way)\b|\bturns?\s+out\b|\bturned\s+out\b"
+            r"|\brealized\b|\brealised\b|\bkey\s+(?:insight|takeaway|learning)\b|\blessons?\s+learned\b|\broot\s+cause\b|\btakeaway\b"
+        ),
+    ),
+    (
+        "insight",
+        0.55,
+        _rx(
+            r"\b(?:because|caused\s+by|due\s+to|the\s+reason\s+(?:is|was)|that'?s\s+why|which\s+means|so\s+that)\b|\bit\s+seems\s+that\b"
+        ),
+    ),
     # ---- preference
-    ("preference", 0.8, _rx(r"\b(?:i|we)\s+(?:really\s+|strongly\s+|generally\s+)?(?:prefer|like|love|hate|dislike|enjoy|can'?t\s+stand)\b"
-                          r"|\bmy\s+(?:favou?rite|preferred)\b|\bi'?d\s+rather\b|\bi\s+would\s+rather\b|\bplease\s+(?:always|never|don'?t|do\s+not|use|keep)\b"
-                          r"|\b(?:i'?m|i\s+am)\s+(?:allergic|vegetarian|vegan)\b")),
-    ("preference", 0.65, _rx(r"\b(?:prefers|likes|loves|hates|dislikes|favou?rite|rather\s+than|is\s+the\s+best|the\s+best\s+part)\b")),
+    (
+        "preference",
+        0.8,
+        _rx(
+            r"\b(?:i|we)\s+(?:really\s+|strongly\s+|generally\s+)?(?:prefer|like|love|hate|dislike|enjoy|can'?t\s+stand)\b"
+            r"|\bmy\s+(?:favou?rite|preferred)\b|\bi'?d\s+rather\b|\bi\s+would\s+rather\b|\bplease\s+(?:always|never|don'?t|do\s+not|use|keep)\b"
+            r"|\b(?:i'?m|i\s+am)\s+(?:allergic|vegetarian|vegan)\b"
+        ),
+    ),
+    (
+        "preference",
+        0.65,
+        _rx(r"\b(?:prefers|likes|loves|hates|dislikes|favou?rite|rather\s+than|is\s+the\s+best|the\s+best\s+part)\b"),
+    ),
     # ---- pattern
-    ("pattern", 0.75, _rx(r"^(?:always|never|do\s+not|don'?t|avoid|prefer)\b|\bbest\s+practices?\b|\bconvention\s+is\b|\bby\s+convention\b|\brule\s+of\s+thumb\b"
-                        r"|\bprefer\s+\S+(?:\s+\S+){0,3}\s+(?:over|to)\b|\bwe\s+(?:always|never|use\s+\S+(?:\s+\S+){0,3}\s+for)\b|\bas\s+a\s+rule\b")),
+    (
+        "pattern",
+        0.75,
+        _rx(
+            r"^(?:always|never|do\s+not|don'?t|avoid|prefer)\b|\bbest\s+practices?\b|\bconvention\s+is\b|\bby\s+convention\b|\brule\s+of\s+thumb\b"
+            r"|\bprefer\s+\S+(?:\s+\S+){0,3}\s+(?:over|to)\b|\bwe\s+(?:always|never|use\s+\S+(?:\s+\S+){0,3}\s+for)\b|\bas\s+a\s+rule\b"
+        ),
+    ),
     ("pattern", 0.65, _rx(r"\b(?:always|never)\b")),
     # ---- requirement
-    ("requirement", 0.75, _rx(r"^(?:requirements?|required|must)\s*:|\bthe\s+requirement\s+is\b|\bdeadline\s+is\b|\bdue\s+(?:on|by|at)\b|\bis\s+due\b")),
-    ("requirement", 0.65, _rx(r"\bmust\b|\bneeds?\s+(?:to|a|an|the|all|at\s+least)\b|\bat\s+the\s+latest\b|\b(?:has|have)\s+to\b|\b(?:is|are)\s+required\b|\brequired\b|\brequires?\b"
-                            r"|\bshould\s+always\b|\bminimum\s+(?:supported\s+)?(?:version|requirement)\b|\bby\s+(?:the\s+)?end\s+of\s+(?:the\s+)?(?:day|week|month|quarter|year|sprint)\b"
-                            r"|\bat\s+least\s+\d|\bwants?\b[^.?!]{1,60}?\bby\b")),
+    (
+        "requirement",
+        0.75,
+        _rx(
+            r"^(?:requirements?|required|must)\s*:|\bthe\s+requirement\s+is\b|\bdeadline\s+is\b|\bdue\s+(?:on|by|at)\b|\bis\s+due\b"
+        ),
+    ),
+    (
+        "requirement",
+        0.65,
+        _rx(
+            r"\bmust\b|\bneeds?\s+(?:to|a|an|the|all|at\s+least)\b|\bat\s+the\s+latest\b|\b(?:has|have)\s+to\b|\b(?:is|are)\s+required\b|\brequired\b|\brequires?\b"
+            r"|\bshould\s+always\b|\bminimum\s+(?:supported\s+)?(?:version|requirement)\b|\bby\s+(?:the\s+)?end\s+of\s+(?:the\s+)?(?:day|week|month|quarter|year|sprint)\b"
+            r"|\bat\s+least\s+\d|\bwants?\b[^.?!]{1,60}?\bby\b"
+        ),
+    ),
     # ---- problem
-    ("problem", 0.7, _rx(r"\bthe\s+(?:problem|issue|bug|catch)\s+(?:is|was)\b|\bis\s+broken\b|\b(?:are|was|were)\s+broken\b|\b(?:doesn'?t|does\s+not|don'?t|won'?t|isn'?t)\s+work(?:ing)?\b"
-                       r"|\bkeeps?\s+(?:failing|crashing|breaking)\b|\bblocked\s+by\b|\bran\s+out\s+of\b|\brunning\s+out\s+of\b|\bknown\s+(?:bug|issue|problem)\b"
-                       r"|\b(?:happens|occurs)\s+(?:on\s+\S+\s+)?(?:when|if|after|only)\b|\b(?:wrong|incorrect|incorrectly|broken|corrupt(?:ed)?|flaky)\b|\bleaks?\b|\bregression\b"
-                       r"|\bsilently\b|\b(?:is|are|gets?|got)\s+(?:ignored|lost|dropped|truncated|duplicated|skipped)\b|\breproduc(?:ed|ible)\s+(?:on|in|with)\b")),
+    (
+        "problem",
+        0.7,
+        _rx(
+            r"\bthe\s+(?:problem|issue|bug|catch)\s+(?:is|was)\b|\bis\s+broken\b|\b(?:are|was|were)\s+broken\b|\b(?:doesn'?t|does\s+not|don'?t|won'?t|isn'?t)\s+work(?:ing)?\b"
+            r"|\bkeeps?\s+(?:failing|crashing|breaking)\b|\bblocked\s+by\b|\bran\s+out\s+of\b|\brunning\s+out\s+of\b|\bknown\s+(?:bug|issue|problem)\b"
+            r"|\b(?:happens|occurs)\s+(?:on\s+\S+\s+)?(?:when|if|after|only)\b|\b(?:wrong|incorrect|incorrectly|broken|corrupt(?:ed)?|flaky)\b|\bleaks?\b|\bregression\b"
+            r"|\bsilently\b|\b(?:is|are|gets?|got)\s+(?:ignored|lost|dropped|truncated|duplicated|skipped)\b|\breproduc(?:ed|ible)\s+(?:on|in|with)\b"
+        ),
+    ),
     ("problem", 0.6, _rx(r"^actual(?:\s+(?:result|behaviou?r|outcome))?\s*:")),
     ("problem", 0.55, _rx(r"\bis\s+(?:too\s+)?slow\b|\bslow\b|\bbug\b|\bissue\b|\bproblem\b|\bdeprecated\b")),
 ]
@@ -513,28 +593,38 @@ _DEF_MAX = 0.75
 _FACT_MAX = 0.7
 
 # definition: short term subject + copula/definition verb
-_DEF_STRONG_RE = _rx(r"\b(?:stands\s+for|refers\s+to|is\s+defined\s+as|are\s+defined\s+as|defined\s+as|is\s+short\s+for|is\s+an?\s+(?:abbreviation|acronym)\b)")
+_DEF_STRONG_RE = _rx(
+    r"\b(?:stands\s+for|refers\s+to|is\s+defined\s+as|are\s+defined\s+as|defined\s+as|is\s+short\s+for|is\s+an?\s+(?:abbreviation|acronym)\b)"
+)
 _DEF_SUBJECT_RE = re.compile(
     r"(?:(?:the|a|an|our|their|my)\s+)?(?P<term>[\w`*'\"./\-]+(?:\s+[\w`*'\"./\-]+){0,3}?)\s+(?P<verb>is|are|means|mean)\s+(?P<obj>a|an|the|one|any|when|how|\w)",
     0,
 )
 _DEF_LABEL_RE = _cs(r"(?:\*\*[^*\n]{1,40}\*\*|`[^`\n]{1,40}`)\s*(?:\([^)\n]{1,20}\))?\s*(?::|\u2014|-{1,2}|=)\s*\S")
-_PRONOUNS = frozenset("it this that there he she they we i you which what who here everything something nothing one".split())
+_PRONOUNS = frozenset(
+    "it this that there he she they we i you which what who here everything something nothing one".split()
+)
 
 # fact signals
 _FACT_NUM_UNIT_RE = _rx(
-    r"\$\s?\d|\b" + _NUM + r"\s?(?:%|k\b|m\b|ms\b|s\b|secs?\b|seconds?\b|minutes?\b|mins?\b|hours?\b|hrs?\b|h\b|days?\b|weeks?\b|months?\b|years?\b"
+    r"\$\s?\d|\b"
+    + _NUM
+    + r"\s?(?:%|k\b|m\b|ms\b|s\b|secs?\b|seconds?\b|minutes?\b|mins?\b|hours?\b|hrs?\b|h\b|days?\b|weeks?\b|months?\b|years?\b"
     r"|kb\b|mb\b|gb\b|tb\b|km\b|mi\b|miles?\b|kg\b|px\b|chars?\b|characters\b|requests?\b|rps\b|qps\b|usd\b|eur\b|gbp\b|users?\b|items?\b|rows?\b|attempts?\b|retries\b|times\b|x\b)"
 )
 _FACT_NUM_NOUN_RE = _rx(r"(?<![\w.])" + _NUM + r"\s+(?:[a-z\-]+\s+)?[a-z]{3,}s\b")
-_FACT_RATE_RE = _rx(r"\bper\s+[a-z]{2,}\b|\b(?:max|min|up\s+to|at\s+most|at\s+least|no\s+more\s+than|maximum|minimum)\s+\d|\bevery\s+(?:\d+\s+)?(?:second|minute|hour|day|week|month|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday|night|morning)s?\b")
+_FACT_RATE_RE = _rx(
+    r"\bper\s+[a-z]{2,}\b|\b(?:max|min|up\s+to|at\s+most|at\s+least|no\s+more\s+than|maximum|minimum)\s+\d|\bevery\s+(?:\d+\s+)?(?:second|minute|hour|day|week|month|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday|night|morning)s?\b"
+)
 _FACT_DATE_RE = _rx(
     r"\b(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|jun(?:e)?|jul(?:y)?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?\s+\d{1,4}(?:st|nd|rd|th)?\b"
     r"|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b"
     r"|\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|mon|tue|wed|thu|fri|sat|sun)s?\b|\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}:\d{2}\b|\b\d{1,2}\s?(?:am|pm)\b"
     r"|\b(?:q[1-4]|h[12])\b|\b(?:utc|cet|pst|est|gmt)\b|\bbirthday\b|\banniversary\b"
 )
-_FACT_VERSION_RE = _rx(r"\bv?\d+\.\d+(?:\.\d+)*(?:\.x|\+)?\b|\b(?:python|node|java|go|ruby|php|postgres(?:ql)?|mysql|redis|kafka|elasticsearch)\s+\d")
+_FACT_VERSION_RE = _rx(
+    r"\bv?\d+\.\d+(?:\.\d+)*(?:\.x|\+)?\b|\b(?:python|node|java|go|ruby|php|postgres(?:ql)?|mysql|redis|kafka|elasticsearch)\s+\d"
+)
 _FACT_TECH_RE = _cs(
     r"`[^`\n]+`|https?://\S+|(?:~|\.{0,2})?/[\w.\-]+/[\w./\-]*|\b[\w\-]+\.(?:py|js|ts|toml|json|ya?ml|md|txt|cfg|ini|sh|go|rs|java|rb|sql|html|lock|env)\b"
     r"|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|\b[A-Z]{2,}[A-Z0-9]*=\S+|\b[Pp]ort\s+\d+|\b\w+\.(?:example|com|org|net|io|dev|local|internal)\b"
@@ -565,7 +655,9 @@ _QUESTION_START_RE = _rx(
     r"^(?:(?:so|and|but|also|btw|hey|ok|okay)[,\s]+)?(?:should|shall|can|could|would|will|do|does|did|is|are|was|were|have|has|had|how|what|why|when|where|who|which"
     r"|anyone|any\s+idea|any\s+thoughts|wdyt|thoughts|what\s+if|is\s+there|are\s+there|may\s+i|mind\s+if)\b"
 )
-_HEDGE_RE = _rx(r"\b(?:maybe|perhaps|possibly|probably|might|not\s+sure|unsure|i\s+think|i\s+guess|i\s+suppose|i\s+wonder|idk|dunno|kinda|sort\s+of|we\s+could|could\s+try|worth\s+a\s+(?:try|spike|look))\b")
+_HEDGE_RE = _rx(
+    r"\b(?:maybe|perhaps|possibly|probably|might|not\s+sure|unsure|i\s+think|i\s+guess|i\s+suppose|i\s+wonder|idk|dunno|kinda|sort\s+of|we\s+could|could\s+try|worth\s+a\s+(?:try|spike|look))\b"
+)
 _FILLER_WORDS = frozenset(
     """
     ok okay k kk thanks thank thx ty tyvm np no problem lol lmao rofl haha hahaha hehe yep yup yes yeah ya no nope sure cool nice great
@@ -577,7 +669,9 @@ _FILLER_WORDS = frozenset(
 _FILLER_PHRASE_RE = _rx(
     r"^(?:thanks|thank\s+you|thx|ty|sounds\s+good|looks\s+good|makes\s+sense|good\s+to\s+know|got\s+it|will\s+do|no\s+worries|have\s+fun|happy\s+\w+ing|see\s+you|good\s+(?:morning|night|evening|afternoon)|welcome|hi|hello|hey)\b"
 )
-_CHATTY_RE = _rx(r"^(?:ah+|oh+|ooh+|hm+|wow|yay|meh|welp|whoa)\b|\b(?:lol|lmao|rofl|haha\w*|hehe|ugh|omg|xd)\b|:\)|:\(|:d\b|;\)|[\U0001F300-\U0001FAFF\u2600-\u27BF]")
+_CHATTY_RE = _rx(
+    r"^(?:ah+|oh+|ooh+|hm+|wow|yay|meh|welp|whoa)\b|\b(?:lol|lmao|rofl|haha\w*|hehe|ugh|omg|xd)\b|:\)|:\(|:d\b|;\)|[\U0001F300-\U0001FAFF\u2600-\u27BF]"
+)
 _NOISE_RE = re.compile(
     r"^(?:[\w-]+-by:|co-authored-by:|closes\s+#|fixes\s+#|refs?\s+#|merge\s+(?:branch|pull\s+request|remote)|revert\s+\"|this\s+reverts\s+commit|signed-off|change-id:)"
     r"|^see\s+(?:\S+\s+){0,6}?for\s+(?:more\s+)?(?:details|info|information)\b",

@@ -130,6 +130,8 @@ class Filter:
 
     sql: str | None = None
     metadata: list[MetadataCondition] = field(default_factory=list)
+    # Set when the filter is exactly "namespace = <this>" (searches can use the exact index).
+    only_namespace: str | None = None
 
 
 def build_filter(
@@ -161,7 +163,7 @@ def build_filter(
             if op not in OPERATORS:
                 raise ValidationError(f"unknown filter operator '{op}'; use one of {', '.join(OPERATORS)}")
             if column.startswith("metadata."):
-                key = column[len("metadata."):]
+                key = column[len("metadata.") :]
                 if not key:
                     raise ValidationError("metadata filters need a key: 'metadata.<key>'")
                 meta.append(MetadataCondition(key, op, value))
@@ -171,7 +173,8 @@ def build_filter(
                 raise ValidationError(
                     f"cannot filter on '{column}'; allowed: {', '.join(sorted(COLUMNS))} or metadata.<key>"
                 )
-    return Filter(" AND ".join(f"({c})" for c in clauses) or None, meta)
+    only_namespace = namespace if namespace is not None and len(clauses) == 1 and not meta else None
+    return Filter(" AND ".join(f"({c})" for c in clauses) or None, meta, only_namespace)
 
 
 def _compare(actual: Any, op: str, expected: Any) -> bool:

@@ -168,6 +168,7 @@ class Upkeep:
                 store.record_access(dict(pending))
             if compact and store.needs_compaction():
                 store.compact()
+            store.refresh_exact()
         except StorageError as exc:
             log.warning("upkeep: %s", exc)
         except Exception:  # noqa: BLE001 - the upkeep thread must survive anything

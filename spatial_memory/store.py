@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from .cancellation import check_cancelled
 from .errors import ConfigurationError, SpatialMemoryError, StorageError
+from .exact_index import UNKNOWN, ExactIndex, Snapshot
 from .filters import Filter, build_filter, metadata_matches, quote
 from .indexing import IndexPolicy, ensure_indexes, vector_index_rows
 from .records import MemoryRecord, ScoredMemory, is_uuid, utc_now
@@ -104,6 +105,10 @@ def _rows_to_records(table: pa.Table) -> list[MemoryRecord]:
             )
         )
     return records
+
+
+def _written(records: Sequence[MemoryRecord]) -> list[tuple[str, str, np.ndarray]]:
+    return [(r.id, r.namespace, np.asarray(r.vector, dtype=np.float32)) for r in records]
 
 
 def vectors_of(table: pa.Table) -> np.ndarray:
@@ -292,6 +297,9 @@ class MemoryStore:
         self._ensure_fts_index()
         self._writes_since_compaction = self._fragment_count()
         self._index_policy = index_policy or IndexPolicy()
+        # Below the approximate index's threshold, searches run on an in-memory exact copy.
+        self._exact = ExactIndex(dim, max_rows=2 * self._index_policy.vector_index_threshold)
+        self._exact_skipped_at: int | None = None  # a version found too big for the copy
         # Index builds take their own lock so they never block writers; a busy lock means
         # another process is already building, and this one skips its turn.
         self._index_lock = StoreLock(db_path / INDEX_LOCK_FILE, 0.05)
@@ -340,6 +348,12 @@ class MemoryStore:
         if not wanted:
             return []
         columns = SUMMARY_COLUMNS + (["vector"] if with_vectors else [])
+        snap = self._exact_snapshot(load=False)
+        if snap is not None:
+            rows = [snap.positions[i] for i in wanted if i in snap.positions]
+            fetched = self._fetch_rows(snap, rows, columns)
+            if fetched is not None:
+                return fetched
         table = self._scan(build_filter(ids=wanted).sql, columns)
         by_id = {r.id: r for r in _rows_to_records(table)}
         return [by_id[i] for i in wanted if i in by_id]
@@ -392,6 +406,9 @@ class MemoryStore:
         with_vectors: bool = False,
     ) -> list[ScoredMemory]:
         """Nearest memories by cosine similarity (vectors are unit norm, so dot product)."""
+        exact = self._exact_search(vector, limit, flt, with_vectors)
+        if exact is not None:
+            return [hit for hit in exact if hit.similarity >= min_similarity]
         where = flt.sql if flt else None
         if flt is not None and flt.metadata:
             ids = self._matching_ids(flt)
@@ -418,9 +435,103 @@ class MemoryStore:
                 results.append(ScoredMemory(record, similarity))
         return results
 
-    def search_many(
-        self, vectors: np.ndarray, limit: int, flt: Filter | None = None
-    ) -> list[list[ScoredMemory]]:
+    # ---- the in-memory exact index -------------------------------------------------------
+
+    def _exact_snapshot(self, *, load: bool = True) -> Snapshot | None:
+        """The exact copy at the table's current version (loading it if allowed and small
+        enough), or None when searches must go to LanceDB."""
+        if self._vector_index_ready():
+            return None
+        try:
+            version = self._table.version
+            snap = self._exact.current(version)
+            if snap is not None or not load or self._exact_skipped_at == version:
+                return snap
+            if self._table.count_rows() > self._exact.max_rows:
+                self._exact_skipped_at = version
+                return None
+            columns = [*SUMMARY_COLUMNS, "vector"]
+            scan = self._table.search().select(columns).with_row_id(True).limit(None).to_arrow()
+            if self._table.version != version:
+                return None  # changed while reading: let LanceDB answer this time
+            return self._exact.load(scan, version)
+        except Exception:  # noqa: BLE001 - LanceDB's own search is always there to fall back on
+            log.debug("exact index unavailable", exc_info=True)
+            return None
+
+    def _exact_search(
+        self, vector: np.ndarray, limit: int, flt: Filter | None, with_vectors: bool
+    ) -> list[ScoredMemory] | None:
+        if flt is not None and (flt.metadata or (flt.sql and flt.only_namespace is None)):
+            return None
+        snap = self._exact_snapshot()
+        if snap is None:
+            return None
+        top = self._exact.top(snap, vector, limit, flt.only_namespace if flt else None)
+        columns = SUMMARY_COLUMNS + (["vector"] if with_vectors else [])
+        records = self._fetch_rows(snap, [row for row, _ in top], columns)
+        if records is None:
+            return None
+        return [ScoredMemory(r, min(1.0, max(0.0, score))) for r, (_, score) in zip(records, top)]
+
+    def _fetch_rows(self, snap: Snapshot, rows: list[int], columns: list[str]) -> list[MemoryRecord] | None:
+        """The records at these rows of the copy, in order; None when the table no longer
+        matches the copy (a row is missing), so the caller asks LanceDB instead."""
+        if not rows:
+            return []
+        wanted = [snap.ids[row] for row in rows]
+        loaded = [row for row in rows if snap.current_summary[row]]
+        by_id = {r.id: r for r in _rows_to_records(snap.summary.take(loaded))} if loaded else {}
+        by_id.update(self._exact.kept([i for i in wanted if i not in by_id]))
+        missing = [row for row in rows if snap.ids[row] not in by_id]
+        addresses = [int(snap.addresses[row]) for row in missing if snap.addresses[row] != UNKNOWN]
+        unknown = [snap.ids[row] for row in missing if snap.addresses[row] == UNKNOWN]
+        try:
+            found: list[MemoryRecord] = []
+            if addresses:
+                found += _rows_to_records(self._table.take_row_ids(addresses).select(SUMMARY_COLUMNS).to_arrow())
+            if unknown:
+                found += _rows_to_records(self._scan(build_filter(ids=unknown).sql, SUMMARY_COLUMNS))
+        except Exception:  # noqa: BLE001 - stale addresses: fall back to a search by value
+            log.debug("fetching rows by address failed", exc_info=True)
+            return None
+        fresh = [r for r in found if r.id in set(wanted)]
+        self._exact.keep(snap, fresh)
+        by_id.update((r.id, r) for r in fresh)
+        if any(i not in by_id for i in wanted):
+            return None
+        # Copies, so a caller changing a record never changes the kept one. The copy's vectors
+        # are the stored ones (the same float32 values).
+        if "vector" not in columns:
+            return [replace(by_id[i]) for i in wanted]
+        return [replace(by_id[i], vector=snap.vectors[row].copy()) for i, row in zip(wanted, rows)]
+
+    def refresh_exact(self) -> None:
+        """Upkeep: (re)load the exact copy and look up row addresses of rows written since."""
+        snap = self._exact_snapshot()
+        if snap is None:
+            return
+        pending = self._exact.unresolved(snap)
+        if not pending:
+            return
+        try:
+            found = (
+                self._table.search()
+                .where(build_filter(ids=pending).sql)
+                .select(["id"])
+                .with_row_id(True)
+                .limit(len(pending))
+                .to_arrow()
+            )
+            if self._table.version != snap.version:
+                return
+        except Exception:  # noqa: BLE001 - advisory: unresolved rows are fetched by id
+            log.debug("resolving row addresses failed", exc_info=True)
+            return
+        ids, addresses = found.column("id").to_pylist(), found.column("_rowid").to_pylist()
+        self._exact.resolve_addresses(snap.version, dict(zip(ids, addresses)))
+
+    def search_many(self, vectors: np.ndarray, limit: int, flt: Filter | None = None) -> list[list[ScoredMemory]]:
         return [self.search(v, limit, flt) for v in vectors]
 
     def namespaces(self) -> list[NamespaceInfo]:
@@ -471,25 +582,51 @@ class MemoryStore:
         with self._write_lock:
             yield
 
-    def _commit(self, failure: str, action: Callable[[], Any], *, landed: Callable[[], bool] | None = None) -> Any:
+    def _commit(
+        self,
+        failure: str,
+        action: Callable[[], Any],
+        *,
+        landed: Callable[[], bool] | None = None,
+        change: dict[str, Any] | None = None,
+    ) -> Any:
         """Run one LanceDB commit under the store lock, retrying with backoff when it lost a race
         (a commit conflict fails before anything is written). `landed` tells whether a failed
-        attempt was committed after all; it is asked before retrying a write that is not idempotent."""
+        attempt was committed after all; it is asked before retrying a write that is not idempotent.
+        `change` describes the commit to the exact index (ExactIndex.committed); without it the
+        exact copy is dropped and reloaded by the next search."""
         with self._write_lock:
-            for attempt in range(WRITE_ATTEMPTS):
+            before = self._table.version if self._exact.has_copy() else None
+            try:
+                result = self._attempt(failure, action, landed)
+            except BaseException:
+                self._exact.invalidate()
+                raise
+            if change is None or before is None:
+                self._exact.invalidate()
+            else:
                 try:
-                    result = action()
-                except Exception as exc:
-                    if attempt + 1 >= WRITE_ATTEMPTS or not is_retryable(exc):
-                        raise StorageError(f"{failure}: {exc}") from exc
-                    log.info("write conflict, retrying (%d): %s", attempt + 1, exc)
-                    time.sleep(backoff(attempt))
-                    if landed is not None and landed():
-                        result = None
-                    else:
-                        continue
-                self._writes_since_compaction += 1
-                return result
+                    self._exact.committed(before, self._table.version, **change)
+                except Exception:  # noqa: BLE001 - the copy only speeds searches up
+                    log.debug("exact index update failed", exc_info=True)
+                    self._exact.invalidate()
+            return result
+
+    def _attempt(self, failure: str, action: Callable[[], Any], landed: Callable[[], bool] | None) -> Any:
+        for attempt in range(WRITE_ATTEMPTS):
+            try:
+                result = action()
+            except Exception as exc:
+                if attempt + 1 >= WRITE_ATTEMPTS or not is_retryable(exc):
+                    raise StorageError(f"{failure}: {exc}") from exc
+                log.info("write conflict, retrying (%d): %s", attempt + 1, exc)
+                time.sleep(backoff(attempt))
+                if landed is not None and landed():
+                    result = None
+                else:
+                    continue
+            self._writes_since_compaction += 1
+            return result
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _to_arrow(self, records: Sequence[MemoryRecord]) -> pa.Table:
@@ -523,6 +660,7 @@ class MemoryStore:
             "write failed, nothing was stored",
             lambda: self._table.add(data),
             landed=lambda: self._table.count_rows(first) > 0,
+            change={"written": _written(records)},
         )
         if len(records) >= BULK_ROWS:
             # Rows outside the full-text index are found by a slow scan until compaction folds
@@ -539,6 +677,7 @@ class MemoryStore:
             lambda: (
                 self._table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
             ),
+            change={"written": _written(records)},
         )
 
     def replace(self, new_records: Sequence[MemoryRecord], delete_ids: Sequence[str]) -> None:
@@ -564,6 +703,7 @@ class MemoryStore:
                 .when_not_matched_by_source_delete(build_filter(ids=deletions).sql)
                 .execute(data)
             ),
+            change={"written": _written(new_records), "removed": deletions},
         )
 
     def update_where(self, flt: Filter, values: dict[str, Any]) -> int:
@@ -589,7 +729,9 @@ class MemoryStore:
                 where = flt.sql
             if not ids or where is None:
                 return []
-            self._commit("delete failed, nothing was deleted", lambda: self._table.delete(where))
+            self._commit(
+                "delete failed, nothing was deleted", lambda: self._table.delete(where), change={"removed": ids}
+            )
         return ids
 
     def record_access(self, counts: dict[str, int], when: datetime | None = None) -> None:
@@ -605,7 +747,9 @@ class MemoryStore:
                 where = f"id IN ({', '.join(quote(i) for i in ids)})"
                 values = {"access_count": f"access_count + {int(n)}", "last_accessed": stamp}
                 self._commit(
-                    "recording accesses failed", lambda w=where, v=values: self._table.update(where=w, values_sql=v)
+                    "recording accesses failed",
+                    lambda w=where, v=values: self._table.update(where=w, values_sql=v),
+                    change={"moved": ids},
                 )
 
     # ---- maintenance -------------------------------------------------------------------
@@ -629,6 +773,7 @@ class MemoryStore:
             if age is not None:
                 self._optimize(age)
             self._writes_since_compaction = 0
+            self._exact.invalidate()
         self._ensure_fts_index()
         self._maintain_indexes()
         self._reconnect()

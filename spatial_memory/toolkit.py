@@ -96,9 +96,7 @@ async def _run_with_progress(fn: Callable[[Any], Any], app: Any, ctx: Context, p
     return outcome
 
 
-async def call(
-    ctx: Context, fn: Callable[[Any], pydantic.BaseModel], *, progress: str | None = None
-) -> CallToolResult:
+async def call(ctx: Context, fn: Callable[[Any], pydantic.BaseModel], *, progress: str | None = None) -> CallToolResult:
     """Run `fn(app)` in a worker thread and wrap its result or error.
 
     With `progress`, the client gets a progress notification every second until it finishes."""

@@ -47,7 +47,9 @@ def mermaid_js() -> Path:
     if not MERMAID_CACHE.exists():
         MERMAID_CACHE.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory() as tmp:
-            subprocess.run(["npm", "pack", "mermaid@11", "--silent"], cwd=tmp, check=True, capture_output=True, timeout=300)
+            subprocess.run(
+                ["npm", "pack", "mermaid@11", "--silent"], cwd=tmp, check=True, capture_output=True, timeout=300
+            )
             tarball = next(Path(tmp).glob("mermaid-*.tgz"))
             with tarfile.open(tarball) as tar:
                 member = tar.extractfile("package/dist/mermaid.min.js")
@@ -68,7 +70,7 @@ def mermaid_parse(text: str, workdir: Path) -> str:
         "</script></body></html>"
     )
     result = _run(["--virtual-time-budget=10000", "--dump-dom", page.as_uri()], workdir)
-    start = result.stdout.find("<pre id=\"out\">")
+    start = result.stdout.find('<pre id="out">')
     if start < 0:
         return f"ERR: no output ({result.stderr[-300:]})"
     end = result.stdout.find("</pre>", start)

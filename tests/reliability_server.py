@@ -19,7 +19,9 @@ def main() -> None:
     from tests.conftest import HashEmbedder
 
     settings = Settings()
-    logging.basicConfig(stream=sys.stderr, level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        stream=sys.stderr, level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     create_server(settings, embedder=HashEmbedder()).run("stdio")
 
 

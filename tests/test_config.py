@@ -42,7 +42,12 @@ def test_exports_default_under_data_dir(tmp_path):
 def test_bad_setting_fails_with_one_line(tmp_path):
     env = {"PATH": "/usr/bin:/bin", "SPATIAL_MEMORY_PATH": str(tmp_path), "SPATIAL_MEMORY_MAX_BATCH_SIZE": "lots"}
     proc = subprocess.run(
-        [sys.executable, "-m", "spatial_memory"], env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+        [sys.executable, "-m", "spatial_memory"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
     )
     assert proc.returncode == 2
     assert proc.stdout == ""

@@ -36,6 +36,7 @@ def pieces(text: str) -> list:
 # split_sentences: hard cases
 # ---------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     "text, expected",
     [
@@ -89,7 +90,13 @@ def test_split_fenced_code_is_skipped():
 def test_split_lists_each_item_is_a_unit():
     text = "Steps:\n- first item\n* second item\n+ third item\n1. numbered one\n2) numbered two\n- [x] done task"
     assert pieces(text) == [
-        "Steps:", "first item", "second item", "third item", "numbered one", "numbered two", "done task",
+        "Steps:",
+        "first item",
+        "second item",
+        "third item",
+        "numbered one",
+        "numbered two",
+        "done task",
     ]
 
 
@@ -109,7 +116,12 @@ def test_split_chat_lines_and_speaker_prefixes():
         "carol: sounds good\ncarol: ship it\n<dave> irc style line\nuser: Remember this"
     )
     assert pieces(text) == [
-        "hey all", "we decided to use Redis", "sounds good", "ship it", "irc style line", "Remember this",
+        "hey all",
+        "we decided to use Redis",
+        "sounds good",
+        "ship it",
+        "irc style line",
+        "Remember this",
     ]
 
 
@@ -137,7 +149,10 @@ def test_split_hard_wrapped_commit_body_is_joined():
 
 
 def test_split_title_line_is_not_joined_with_next_line():
-    assert pieces("Weekly sync 2024-03-04\nAttendees: Alice, Bob") == ["Weekly sync 2024-03-04", "Attendees: Alice, Bob"]
+    assert pieces("Weekly sync 2024-03-04\nAttendees: Alice, Bob") == [
+        "Weekly sync 2024-03-04",
+        "Attendees: Alice, Bob",
+    ]
 
 
 def test_split_crlf_and_empty_inputs():
@@ -160,6 +175,7 @@ def test_split_spans_are_sorted_disjoint_and_trimmed(case):
 # ---------------------------------------------------------------------------
 # extract_candidates: invariants
 # ---------------------------------------------------------------------------
+
 
 def _fence_ranges(text: str) -> list:
     ranges = []
@@ -191,7 +207,7 @@ def check_candidate_invariants(text: str, cands: list, min_confidence: float = 0
     for c in cands:
         assert isinstance(c, Candidate)
         assert 0 <= c.start_pos < c.end_pos <= len(text)
-        span = text[c.start_pos:c.end_pos]
+        span = text[c.start_pos : c.end_pos]
         assert c.content == clean_span(span)
         assert WORD.findall(c.content) == WORD.findall(span)
         if "**" not in span and "\n" not in span:
@@ -224,9 +240,9 @@ def test_positions_with_markup_prefixes_are_excluded():
     check_candidate_invariants(text, cands)
     by_content = {c.content: c for c in cands}
     shard = by_content["Shard: a horizontal partition of the index"]
-    assert text[shard.start_pos:shard.end_pos] == "**Shard**: a horizontal partition of the index"
+    assert text[shard.start_pos : shard.end_pos] == "**Shard**: a horizontal partition of the index"
     fyi = by_content["FYI the key rotates every 30 days"]
-    assert text[fyi.start_pos:fyi.end_pos] == "FYI the key rotates every 30 days"
+    assert text[fyi.start_pos : fyi.end_pos] == "FYI the key rotates every 30 days"
 
 
 def test_never_extracts_from_fenced_code():
@@ -252,6 +268,7 @@ def test_empty_and_whitespace_input():
 # ---------------------------------------------------------------------------
 # extract_candidates: behaviour
 # ---------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize(
     "ptype, text",
@@ -354,6 +371,7 @@ def test_min_confidence_filtering():
 # performance (generous bounds: the machine is shared)
 # ---------------------------------------------------------------------------
 
+
 def _timed(fn, *args):
     t0 = time.perf_counter()
     result = fn(*args)
@@ -388,6 +406,7 @@ def test_performance_on_large_inputs(name):
 # ---------------------------------------------------------------------------
 # evaluation against the hand-labelled fixtures
 # ---------------------------------------------------------------------------
+
 
 def _overlaps(a: tuple, b: tuple) -> bool:
     """Spans match when their overlap is >= 50% of the shorter span."""

@@ -79,7 +79,9 @@ async def test_recall_tags_and_filters(client):
     assert ids(r) == {b["id"]}
     r = await client.call_tool("recall", {"query": "alpha", "filters": {"source": {"in": ["manual"]}}})
     assert ids(r) == {a["id"], b["id"]}
-    assert_error(await client.call_tool("recall", {"query": "a", "filters": {"vector": 1}}), "ValidationError", "vector")
+    assert_error(
+        await client.call_tool("recall", {"query": "a", "filters": {"vector": 1}}), "ValidationError", "vector"
+    )
     assert_error(
         await client.call_tool("recall", {"query": "a", "filters": {"importance": {"like": 1}}}), "ValidationError"
     )
@@ -109,7 +111,9 @@ async def test_remember_validation_errors(client):
     assert_error(await client.call_tool("remember", {"content": ""}), "ValidationError", "content")
     assert_error(await client.call_tool("remember", {"content": "   "}), "ValidationError", "empty")
     assert_error(await client.call_tool("remember", {"content": "x" * 100_001}), "ValidationError", "content")
-    assert_error(await client.call_tool("remember", {"content": "ok", "importance": 1.5}), "ValidationError", "importance")
+    assert_error(
+        await client.call_tool("remember", {"content": "ok", "importance": 1.5}), "ValidationError", "importance"
+    )
     assert_error(await client.call_tool("remember", {"content": "ok", "importance": -0.1}), "ValidationError")
     assert_error(await client.call_tool("remember", {"content": "ok", "namespace": "bad name!"}), "ValidationError")
     assert_error(await client.call_tool("remember", {"content": "ok", "tags": [""]}), "ValidationError", "tags")
@@ -139,7 +143,9 @@ async def test_remember_batch_all_or_nothing(client):
     body = assert_error(await client.call_tool("remember_batch", {"memories": bad}), "ValidationError", "memories[6]")
     assert "empty" in body["message"].lower()
     bad = [*good, {"content": "fine", "importance": 2}]
-    assert_error(await client.call_tool("remember_batch", {"memories": bad}), "ValidationError", "memories.5.importance")
+    assert_error(
+        await client.call_tool("remember_batch", {"memories": bad}), "ValidationError", "memories.5.importance"
+    )
     assert_error(await client.call_tool("remember_batch", {"memories": []}), "ValidationError")
     assert data(await client.call_tool("stats", {}))["total_memories"] == 5
 

@@ -28,7 +28,9 @@ async def test_recall_top10_equals_brute_force(model_client, real_embedder):
                 await model_client.call_tool("recall", {"query": q.question, "limit": 10, "namespace": conv.sample_id})
             )
             got = [m["id"] for m in result["memories"]]
-            expected = [ids[i] for i in np.argsort(-(matrix @ real_embedder.embed_query(q.question)), kind="stable")[:10]]
+            expected = [
+                ids[i] for i in np.argsort(-(matrix @ real_embedder.embed_query(q.question)), kind="stable")[:10]
+            ]
             queries += 1
             agreed += got == expected or (set(got) == set(expected))
     assert queries > 250

@@ -73,8 +73,13 @@ def test_lock_is_released_when_its_holder_dies(tmp_path):
 
     (tmp_path / "db").mkdir()
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import fcntl,os,sys,time; fd=os.open(sys.argv[1], os.O_RDWR|os.O_CREAT);"
-         "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(600)", str(tmp_path / "db" / LOCK_FILE)],
+        [
+            sys.executable,
+            "-c",
+            "import fcntl,os,sys,time; fd=os.open(sys.argv[1], os.O_RDWR|os.O_CREAT);"
+            "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(600)",
+            str(tmp_path / "db" / LOCK_FILE),
+        ],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -146,7 +151,9 @@ async def _client_loop(k: int, store: Path, ledger: Ledger, deadline: float, env
     mine: list[str] = []
     async with AsyncExitStack() as stack:
         errlog = stack.enter_context(open(store.parent / f"server-{k}.log", "w"))  # noqa: SIM115
-        client = await stack.enter_async_context(Client(stdio_transport(store, errlog, **env), read_timeout_seconds=300))
+        client = await stack.enter_async_context(
+            Client(stdio_transport(store, errlog, **env), read_timeout_seconds=300)
+        )
         tools.update(t.name for t in (await client.list_tools()).tools)
         data = await _call(client, ledger, "remember", {"content": f"client {k} first probe", "namespace": "probe"})
         ledger.remembered[data["id"]] = "probe"
@@ -158,14 +165,18 @@ async def _client_loop(k: int, store: Path, ledger: Ledger, deadline: float, env
             )[0]
             if op == "remember":
                 ns = rng.choice([private, "shared"])
-                data = await _call(client, ledger, "remember", {"content": f"client {k} note {rng.random()}", "namespace": ns})
+                data = await _call(
+                    client, ledger, "remember", {"content": f"client {k} note {rng.random()}", "namespace": ns}
+                )
                 if "id" in data:
                     ledger.remembered[data["id"]] = ns
                     ledger.writes += 1
                     (mine if ns == private else ledger.shared).append(data["id"])
             elif op == "batch":
                 n = rng.randint(2, 20)
-                items = [{"content": f"client {k} batch item {i} {rng.random()}", "namespace": private} for i in range(n)]
+                items = [
+                    {"content": f"client {k} batch item {i} {rng.random()}", "namespace": private} for i in range(n)
+                ]
                 data = await _call(client, ledger, "remember_batch", {"memories": items})
                 if "ids" in data:
                     assert len(data["ids"]) == n
@@ -274,7 +285,10 @@ async def test_bundled_model_servers_share_one_store(tmp_path, bundled_models): 
                 data = await _call(client, ledger, "remember", {"content": f"Process {k} fact number {i}: {k * 7 + i}"})
                 ledger.remembered[data["id"]] = "default"
             data = await _call(
-                client, ledger, "remember_batch", {"memories": [{"content": f"Process {k} batch {i}"} for i in range(8)]}
+                client,
+                ledger,
+                "remember_batch",
+                {"memories": [{"content": f"Process {k} batch {i}"} for i in range(8)]},
             )
             ledger.remembered.update({i: "default" for i in data["ids"]})
             await _call(client, ledger, "recall", {"query": f"process {1 - k} fact", "limit": 5})

@@ -49,7 +49,9 @@ class Round:
         self.server, self.model, self.rng, self.n = server, model, rng, n
 
     def batch(self, namespace: str, contents: list[str]) -> list[str]:
-        ids = self.server.ok("remember_batch", {"memories": [{"content": c, "namespace": namespace} for c in contents]})["ids"]
+        ids = self.server.ok(
+            "remember_batch", {"memories": [{"content": c, "namespace": namespace} for c in contents]}
+        )["ids"]
         self.model.add(ids, namespace, contents)
         return ids
 
@@ -59,7 +61,9 @@ class Round:
         count = self.rng.choice([1, 5, 50, 200, 600])
         prefix = f"batch {self.n} item"
         contents = [f"{prefix} {i}" for i in range(count)]
-        request = self.server.call_id("remember_batch", {"memories": [{"content": c, "namespace": "batches"} for c in contents]})
+        request = self.server.call_id(
+            "remember_batch", {"memories": [{"content": c, "namespace": "batches"} for c in contents]}
+        )
 
         def check(rows, acked):
             landed = {i: v for i, v in rows.items() if v[1].startswith(prefix + " ")}
@@ -258,8 +262,12 @@ def test_sigkill_during_compaction_and_cleanup(tmp_path):
     rng = random.Random()
     kills, deadline = 0, time.monotonic() + budget(15)
     while time.monotonic() < deadline or kills < 5:
-        proc = subprocess.Popen([sys.executable, "-c", COMPACTOR, str(db), str(log)], cwd=REPO,
-                                env={**os.environ, "PYTHONPATH": str(REPO)}, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", COMPACTOR, str(db), str(log)],
+            cwd=REPO,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            stderr=subprocess.PIPE,
+        )
         time.sleep(rng.uniform(1.0, 2.5))  # start-up (~1 s), then a few write + compact cycles
         proc.kill()
         _, stderr = proc.communicate(timeout=30)

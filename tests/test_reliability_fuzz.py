@@ -115,8 +115,20 @@ hostile = st.one_of(
     st.builds(huge, st.sampled_from([1_000_000, 5_000_000]), st.sampled_from(["x", "é", "\U0001f600", "'"])),
 )
 filter_columns = st.sampled_from(
-    ["namespace", "tags", "importance", "source", "created_at", "access_count", "content", "id", "metadata.k",
-     "metadata.", "vector", "namespace; DROP TABLE memories"]
+    [
+        "namespace",
+        "tags",
+        "importance",
+        "source",
+        "created_at",
+        "access_count",
+        "content",
+        "id",
+        "metadata.k",
+        "metadata.",
+        "vector",
+        "namespace; DROP TABLE memories",
+    ]
 ) | st.text(max_size=20)
 operators = st.sampled_from(["eq", "ne", "gt", "gte", "lt", "lte", "in", "nin", "contains", "like", "$where", ""])
 hostile_filters = st.dictionaries(filter_columns, hostile | st.dictionaries(operators, hostile, max_size=3), max_size=3)
@@ -133,9 +145,12 @@ def beyond_schema(draw, tool) -> dict:
         elif name == "metadata" and draw(st.booleans()):
             args[name] = draw(st.dictionaries(st.sampled_from(["k"] + UNICODE + SQL), hostile, max_size=4))
         elif name == "memories" and draw(st.booleans()):
-            args[name] = draw(st.lists(st.fixed_dictionaries({"content": hostile}, optional={"metadata": hostile,
-                                                                                             "namespace": hostile}),
-                                       max_size=3))
+            args[name] = draw(
+                st.lists(
+                    st.fixed_dictionaries({"content": hostile}, optional={"metadata": hostile, "namespace": hostile}),
+                    max_size=3,
+                )
+            )
         else:
             args[name] = draw(hostile)
     if draw(st.integers(0, 9)) == 0 and tool.input_schema.get("required"):
@@ -318,9 +333,16 @@ def test_hostile_bytes_over_stdio(tmp_path):
                 assert answer["error"]["code"] in (-32700, -32600, -32602), answer
         # Requests that are not even valid JSON-RPC: answered (with the id when readable) or ignored,
         # never fatal.
-        for line in ["{not json", '{"jsonrpc":"2.0","id":77,"method":', "\x00\x01\x02", "[]", "{}",
-                     '{"jsonrpc":"2.0","id":78,"method":"tools/call","params":"nope"}',
-                     '{"jsonrpc":"2.0","id":79,"method":"no/such/method"}', "\ud800".encode("utf-8", "surrogatepass")]:
+        for line in [
+            "{not json",
+            '{"jsonrpc":"2.0","id":77,"method":',
+            "\x00\x01\x02",
+            "[]",
+            "{}",
+            '{"jsonrpc":"2.0","id":78,"method":"tools/call","params":"nope"}',
+            '{"jsonrpc":"2.0","id":79,"method":"no/such/method"}',
+            "\ud800".encode("utf-8", "surrogatepass"),
+        ]:
             server.send_line(line)
         for request_id in (77, 78, 79):
             answer = server.wait(request_id, timeout=60)
@@ -354,4 +376,3 @@ def test_hostile_bytes_over_stdio(tmp_path):
         assert "Traceback" not in server.stderr_tail(10**8), server.stderr_tail()
     assert open_store(store).count() == expected
     print(f"\nstdio fuzz: {answered + 3 + calls} raw and generated requests, all answered, {expected} memories stored")
-

@@ -37,7 +37,9 @@ async def test_content_and_batch_limits(tmp_path):
     async with await _client(settings) as client:
         assert not (await client.call_tool("remember", {"content": "x" * 1000})).is_error
         too_long = _error(await client.call_tool("remember", {"content": "x" * 1001}))
-        assert too_long["error"] == "ValidationError" and "1,001" in too_long["message"] and "1,000" in too_long["message"]
+        assert (
+            too_long["error"] == "ValidationError" and "1,001" in too_long["message"] and "1,000" in too_long["message"]
+        )
         over_schema = _error(await client.call_tool("remember", {"content": "x" * 100_001}))
         assert over_schema["error"] == "ValidationError" and "100000" in over_schema["message"]
 
@@ -79,7 +81,9 @@ async def test_metadata_and_tag_limits(tmp_path):
 async def test_result_size_limit(tmp_path):
     settings = Settings(path=tmp_path / "store", preload=False, max_result_bytes=20_000)
     async with await _client(settings) as client:
-        await client.call_tool("remember_batch", {"memories": [{"content": f"long note {i} " + "w" * 5000} for i in range(8)]})
+        await client.call_tool(
+            "remember_batch", {"memories": [{"content": f"long note {i} " + "w" * 5000} for i in range(8)]}
+        )
         err = _error(await client.call_tool("recall", {"query": "long note", "limit": 8}))
         assert err["error"] == "ResultTooLargeError"
         assert "20,000" in err["message"] and "SPATIAL_MEMORY_MAX_RESULT_BYTES" in err["message"]
@@ -94,13 +98,19 @@ async def test_import_size_limits(tmp_path):
             pytest.skip("no import_memories tool yet")
         await client.call_tool("remember_batch", {"memories": [{"content": f"row {i}"} for i in range(6)]})
         data(await client.call_tool("export_memories", {"output_path": "six.json", "include_vectors": False}))
-        err = _error(await client.call_tool("import_memories", {"source_path": "six.json", "dry_run": False,
-                                                                "regenerate_embeddings": True}))
+        err = _error(
+            await client.call_tool(
+                "import_memories", {"source_path": "six.json", "dry_run": False, "regenerate_embeddings": True}
+            )
+        )
         assert err["error"] == "ImportRecordLimitError" and "5" in err["message"]
         await client.call_tool("remember_batch", {"memories": [{"content": "pad " + "p" * 9000} for _ in range(3)]})
         data(await client.call_tool("export_memories", {"output_path": "big.json", "include_vectors": False}))
-        err = _error(await client.call_tool("import_memories", {"source_path": "big.json", "dry_run": False,
-                                                                "regenerate_embeddings": True}))
+        err = _error(
+            await client.call_tool(
+                "import_memories", {"source_path": "big.json", "dry_run": False, "regenerate_embeddings": True}
+            )
+        )
         assert err["error"] == "FileSizeLimitError"
         assert await _total(client) == 9
 
@@ -148,5 +158,7 @@ def test_client_that_disconnects_mid_batch_leaves_no_writer(tmp_path, bundled_mo
     assert len(rows) in (0, count)
     # Embedding the whole batch would take ~count * per_item; the server left long before that.
     assert len(rows) == 0 and exit_seconds < max(10.0, 0.25 * count * per_item), (exit_seconds, per_item)
-    print(f"\nclient closed the pipe mid-batch: server exited in {exit_seconds:.1f} s "
-          f"(the batch needed ~{count * per_item:.0f} s), nothing written")
+    print(
+        f"\nclient closed the pipe mid-batch: server exited in {exit_seconds:.1f} s "
+        f"(the batch needed ~{count * per_item:.0f} s), nothing written"
+    )

@@ -82,7 +82,9 @@ async def test_journey_moves_toward_the_end(model_client, real_embedder):
     assert np.corrcoef(np.arange(len(sims)), sims)[0, 1] > 0.7, sims
     assert np.mean(sims[5:]) > np.mean(sims[:5])
     with_pos = data(
-        await model_client.call_tool("journey", {"start_id": start, "end_id": end, "steps": 2, "include_positions": True})
+        await model_client.call_tool(
+            "journey", {"start_id": start, "end_id": end, "steps": 2, "include_positions": True}
+        )
     )
     assert len(with_pos["steps"][0]["position"]) == 384
 
@@ -99,7 +101,13 @@ async def test_wander_temperature_controls_focus(model_client):
             walk = data(
                 await model_client.call_tool(
                     "wander",
-                    {"start_id": start, "steps": 12, "temperature": temperature, "random_seed": seed, "namespace": "topics"},
+                    {
+                        "start_id": start,
+                        "steps": 12,
+                        "temperature": temperature,
+                        "random_seed": seed,
+                        "namespace": "topics",
+                    },
                 )
             )
             visited = [s["memory"]["id"] for s in walk["steps"]]
@@ -112,14 +120,18 @@ async def test_wander_temperature_controls_focus(model_client):
 
 
 async def test_wander_contract(client):
-    ids = data(await client.call_tool("remember_batch", {"memories": [{"content": f"word{i} shared"} for i in range(6)]}))[
-        "ids"
-    ]
-    walk = data(await client.call_tool("wander", {"start_id": ids[0], "steps": 20, "temperature": 0.3, "random_seed": 1}))
+    ids = data(
+        await client.call_tool("remember_batch", {"memories": [{"content": f"word{i} shared"} for i in range(6)]})
+    )["ids"]
+    walk = data(
+        await client.call_tool("wander", {"start_id": ids[0], "steps": 20, "temperature": 0.3, "random_seed": 1})
+    )
     assert walk["ended_early"] and "no unvisited" in walk["end_reason"]
     assert len(walk["steps"]) == 6 and walk["steps"][0]["selection_probability"] == 1.0
     assert all(0 < s["selection_probability"] <= 1 for s in walk["steps"])
-    again = data(await client.call_tool("wander", {"start_id": ids[0], "steps": 20, "temperature": 0.3, "random_seed": 1}))
+    again = data(
+        await client.call_tool("wander", {"start_id": ids[0], "steps": 20, "temperature": 0.3, "random_seed": 1})
+    )
     assert [s["memory"]["id"] for s in again["steps"]] == [s["memory"]["id"] for s in walk["steps"]]
     cold = data(await client.call_tool("wander", {"start_id": ids[0], "steps": 3, "temperature": 0}))
     assert all(s["selection_probability"] == 1.0 for s in cold["steps"])
@@ -140,7 +152,10 @@ async def test_wander_contract(client):
 async def test_spatial_errors(client):
     ids = data(await client.call_tool("remember_batch", {"memories": [{"content": f"m{i}"} for i in range(3)]}))["ids"]
     missing = "00000000-0000-4000-8000-000000000000"
-    assert data(await client.call_tool("journey", {"start_id": ids[0], "end_id": missing}))["error"] == "MemoryNotFoundError"
+    assert (
+        data(await client.call_tool("journey", {"start_id": ids[0], "end_id": missing}))["error"]
+        == "MemoryNotFoundError"
+    )
     assert data(await client.call_tool("journey", {"start_id": ids[0], "end_id": ids[1], "steps": 1}))["error"] == (
         "ValidationError"
     )

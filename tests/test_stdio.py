@@ -43,13 +43,36 @@ async def test_stdio_session_end_to_end(tmp_path):
 
 def test_stdout_carries_only_protocol(tmp_path):
     messages = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"},
+            },
+        },
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "remember", "arguments": {"content": "hi"}}},
-        {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "recall", "arguments": {"query": "hi", "limit": 0}}},
-        {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "nearby", "arguments": {"memory_id": "nope"}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "remember", "arguments": {"content": "hi"}},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 4,
+            "method": "tools/call",
+            "params": {"name": "recall", "arguments": {"query": "hi", "limit": 0}},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 5,
+            "method": "tools/call",
+            "params": {"name": "nearby", "arguments": {"memory_id": "nope"}},
+        },
     ]
     proc = subprocess.Popen(
         [sys.executable, "-m", "spatial_memory"],

@@ -1,0 +1,244 @@
+"""An in-memory copy of the id, namespace, row address and vector of every row, for exact search.
+
+LanceDB's flat (brute-force) search costs ~12 ms over 10,000 rows here; the same dot products
+in numpy take ~0.3 ms, and fetching the ten winning rows by row address ~1.5 ms. Below the
+size where the store builds its approximate (HNSW) index, searches run here instead.
+
+The copy is tied to one table version. The store reports each of its own commits (`committed`)
+with the ids it wrote or deleted, and the copy follows in place when that commit was the only
+one since its version; any other change (another process's commit, a compaction, a rename)
+drops it, and the next search reloads it. Row addresses move when LanceDB rewrites a row, so
+rows written by this process carry "unknown" (-1) until `resolve_addresses` looks them up;
+hits without an address are fetched by id instead. Results are checked against the ids they
+should carry, so a copy that went stale between the version check and the fetch is noticed.
+
+The other columns of the rows loaded are kept as an Arrow table (a few MB at 10,000 rows), so
+a search needs no LanceDB call at all for them; rows written or rewritten since the load are
+fetched from LanceDB once and then kept as records, until a commit touches them again.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pyarrow as pa
+
+from .records import MemoryRecord
+
+UNKNOWN = -1
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Rows [0, n) of the shared buffers as of `version`; `alive` hides deleted or rewritten rows."""
+
+    version: int
+    n: int
+    ids: np.ndarray  # object (str), length n
+    addresses: np.ndarray  # int64 row addresses, UNKNOWN when not yet looked up
+    namespaces: np.ndarray  # int32 codes into ExactIndex._namespace_codes
+    vectors: np.ndarray  # (capacity, dim) float32; rows >= n are not part of this snapshot
+    alive: np.ndarray  # bool, length n
+    positions: dict[str, int]  # id -> row of its live entry
+    summary: pa.Table  # the non-vector columns of rows [0, loaded) as of the load
+    current_summary: np.ndarray  # bool, length n: the row's summary is still what LanceDB holds
+
+    @property
+    def live(self) -> int:
+        return len(self.positions)
+
+
+class ExactIndex:
+    def __init__(self, dim: int, max_rows: int) -> None:
+        self.dim = dim
+        self.max_rows = max_rows
+        self._snapshot: Snapshot | None = None
+        self._lock = threading.Lock()
+        self._namespace_codes: dict[str, int] = {}
+        self._records: dict[str, MemoryRecord] = {}
+
+    # ---- reading -------------------------------------------------------------------------
+
+    def has_copy(self) -> bool:
+        return self._snapshot is not None
+
+    def current(self, version: int) -> Snapshot | None:
+        snap = self._snapshot
+        return snap if snap is not None and snap.version == version else None
+
+    def load(self, table: pa.Table, version: int) -> Snapshot | None:
+        """Build the copy from a scan of every column and _rowid taken at `version`."""
+        n = table.num_rows
+        if n > self.max_rows:
+            self._snapshot = None
+            return None
+        vectors = np.empty((n + n // 4 + 256, self.dim), dtype=np.float32)
+        if n:
+            column = table.column("vector").combine_chunks()
+            vectors[:n] = column.values.to_numpy(zero_copy_only=False).reshape(n, self.dim)
+        ids = np.array(table.column("id").to_pylist(), dtype=object)
+        addresses = table.column("_rowid").to_numpy().astype(np.int64)
+        with self._lock:
+            namespaces = np.array([self._code(s) for s in table.column("namespace").to_pylist()], dtype=np.int32)
+            snap = Snapshot(
+                version=version,
+                n=n,
+                ids=ids,
+                addresses=addresses,
+                namespaces=namespaces,
+                vectors=vectors,
+                alive=np.ones(n, dtype=bool),
+                positions={memory_id: i for i, memory_id in enumerate(ids)},
+                summary=table.drop_columns(["vector", "_rowid"]),
+                current_summary=np.ones(n, dtype=bool),
+            )
+            self._snapshot = snap
+            self._records = {}
+        return snap
+
+    def top(self, snap: Snapshot, query: np.ndarray, limit: int, namespace: str | None) -> list[tuple[int, float]]:
+        """(row, similarity) of the best `limit` live rows, best first."""
+        if snap.n == 0 or limit <= 0:
+            return []
+        scores = snap.vectors[: snap.n] @ np.asarray(query, dtype=np.float32)
+        mask = snap.alive
+        if namespace is not None:
+            code = self._namespace_codes.get(namespace)
+            if code is None:
+                return []
+            mask = mask & (snap.namespaces == code)
+        candidates = np.flatnonzero(mask)
+        if candidates.size == 0:
+            return []
+        chosen = scores[candidates]
+        k = min(limit, candidates.size)
+        best = np.argpartition(-chosen, k - 1)[:k] if k < candidates.size else np.arange(candidates.size)
+        # Ties broken by row order, so equal scores come back in a stable order.
+        best = best[np.lexsort((candidates[best], -chosen[best]))]
+        return [(int(candidates[i]), float(chosen[i])) for i in best]
+
+    # ---- following this process's own commits ----------------------------------------------
+
+    def invalidate(self) -> None:
+        with self._lock:
+            self._snapshot = None
+            self._records = {}
+
+    def kept(self, ids: Sequence[str]) -> dict[str, MemoryRecord]:
+        records = self._records
+        return {i: records[i] for i in ids if i in records}
+
+    def keep(self, snap: Snapshot, records: Sequence[MemoryRecord]) -> None:
+        """Keep rows fetched after checking that the table was at `snap.version`. A commit since
+        then has moved the copy to a later version (or dropped it): then nothing is kept, and a
+        commit still on its way drops what it touches when it reports in."""
+        with self._lock:
+            if self._snapshot is not None and self._snapshot.version == snap.version:
+                for record in records:
+                    self._records[record.id] = record
+
+    def committed(
+        self,
+        before: int,
+        after: int,
+        *,
+        removed: Sequence[str] = (),
+        written: Sequence[tuple[str, str, np.ndarray]] = (),
+        moved: Sequence[str] = (),
+    ) -> None:
+        """Apply one commit of this process that took the table from `before` to `after`.
+
+        `removed`: ids deleted; `written`: (id, namespace, vector) inserted or replaced;
+        `moved`: ids rewritten in place by LanceDB (same vector, new row address)."""
+        with self._lock:
+            snap = self._snapshot
+            if snap is None:
+                return
+            if snap.version != before or after not in (before, before + 1):
+                self._snapshot = None
+                self._records = {}
+                return
+            if after == before:
+                return
+            for memory_id in [*removed, *moved, *(w[0] for w in written)]:
+                self._records.pop(memory_id, None)
+            alive = snap.alive
+            positions = snap.positions
+            addresses = snap.addresses
+            current_summary = snap.current_summary
+            if removed or written:
+                alive, positions = alive.copy(), dict(positions)
+                for memory_id in [*removed, *(w[0] for w in written)]:
+                    row = positions.pop(memory_id, None)
+                    if row is not None:
+                        alive[row] = False
+            if moved:
+                addresses, current_summary = addresses.copy(), current_summary.copy()
+                for memory_id in moved:
+                    row = positions.get(memory_id)
+                    if row is not None:
+                        addresses[row] = UNKNOWN
+                        current_summary[row] = False
+            n, vectors, ids, namespaces = snap.n, snap.vectors, snap.ids, snap.namespaces
+            if written:
+                m = len(written)
+                if len(positions) + m > self.max_rows:
+                    self._snapshot = None
+                    self._records = {}
+                    return
+                if n + m > vectors.shape[0]:
+                    grown = np.empty((n + m + (n + m) // 4 + 256, self.dim), dtype=np.float32)
+                    grown[:n] = vectors[:n]
+                    vectors = grown
+                # Rows past n belong to no published snapshot yet, so writing them is safe.
+                vectors[n : n + m] = np.stack([np.asarray(w[2], dtype=np.float32) for w in written])
+                ids = np.concatenate([ids, np.array([w[0] for w in written], dtype=object)])
+                addresses = np.concatenate([addresses, np.full(m, UNKNOWN, dtype=np.int64)])
+                namespaces = np.concatenate([namespaces, np.array([self._code(w[1]) for w in written], np.int32)])
+                alive = np.concatenate([alive, np.ones(m, dtype=bool)])
+                current_summary = np.concatenate([current_summary, np.zeros(m, dtype=bool)])
+                for offset, w in enumerate(written):
+                    positions[w[0]] = n + offset
+                n += m
+            if n > 2 * max(len(positions), 512):
+                self._snapshot = None  # mostly dead rows: cheaper to reload than to keep scanning
+                self._records = {}
+                return
+            self._snapshot = replace(
+                snap,
+                version=after,
+                n=n,
+                ids=ids,
+                addresses=addresses,
+                namespaces=namespaces,
+                vectors=vectors,
+                alive=alive,
+                positions=positions,
+                current_summary=current_summary,
+            )
+
+    def unresolved(self, snap: Snapshot) -> list[str]:
+        rows = np.flatnonzero(snap.alive & (snap.addresses == UNKNOWN))
+        return [snap.ids[i] for i in rows]
+
+    def resolve_addresses(self, version: int, found: dict[str, int]) -> None:
+        """Record row addresses looked up at `version` (which must still be the copy's)."""
+        with self._lock:
+            snap = self._snapshot
+            if snap is None or snap.version != version or not found:
+                return
+            addresses = snap.addresses.copy()
+            for memory_id, address in found.items():
+                row = snap.positions.get(memory_id)
+                if row is not None:
+                    addresses[row] = address
+            self._snapshot = replace(snap, addresses=addresses)
+
+    def _code(self, namespace: str) -> int:
+        code = self._namespace_codes.get(namespace)
+        if code is None:
+            code = self._namespace_codes[namespace] = len(self._namespace_codes)
+        return code

@@ -1,0 +1,171 @@
+"""The in-memory exact index must answer exactly what LanceDB's own search answers, through
+every kind of write, compaction, and writes by another process on the same store."""
+
+from __future__ import annotations
+
+import random
+from datetime import datetime, timezone
+
+import numpy as np
+import pytest
+
+from spatial_memory.exact_index import ExactIndex
+from spatial_memory.filters import build_filter
+from spatial_memory.records import MemoryRecord, new_id
+from spatial_memory.store import MemoryStore
+
+DIM = 8
+
+
+def record(rng: np.random.Generator, namespace: str = "default", content: str = "") -> MemoryRecord:
+    vec = rng.normal(size=DIM).astype(np.float32)
+    return MemoryRecord(
+        id=new_id(),
+        content=content or f"memory {rng.integers(1 << 30)}",
+        namespace=namespace,
+        vector=vec / np.linalg.norm(vec),
+    )
+
+
+def lance_answer(store: MemoryStore, query: np.ndarray, limit: int, namespace: str | None):
+    """The same search, answered by LanceDB's flat search (the exact copy bypassed)."""
+    q = store._table.search(query, vector_column_name="vector").distance_type("dot").select(["id", "_distance"])
+    if namespace is not None:
+        q = q.where(build_filter(namespace=namespace).sql, prefilter=True)
+    table = q.limit(limit).to_arrow()
+    return [(i, 1 - d) for i, d in zip(table.column("id").to_pylist(), table.column("_distance").to_pylist())]
+
+
+def assert_same(store: MemoryStore, rng: np.random.Generator, namespaces: list[str]) -> None:
+    for _ in range(5):
+        query = record(rng).vector
+        namespace = rng.choice([None, *namespaces])
+        hits = store.search(query, 7, build_filter(namespace=namespace) if namespace else None)
+        expected = lance_answer(store, query, 7, namespace)
+        assert [h.record.id for h in hits] == [i for i, _ in expected]
+        assert [h.similarity for h in hits] == pytest.approx([max(0.0, s) for _, s in expected], abs=1e-5)
+    assert store._exact.has_copy()
+
+
+def test_top_matches_numpy_and_breaks_ties_by_row():
+    index = ExactIndex(DIM, max_rows=100)
+    rng = np.random.default_rng(1)
+    vectors = rng.normal(size=(50, DIM)).astype(np.float32)
+    vectors[7] = vectors[3]  # a tie
+    import pyarrow as pa
+
+    table = pa.table(
+        {
+            "id": [f"id{i}" for i in range(50)],
+            "namespace": ["a" if i % 2 else "b" for i in range(50)],
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), DIM),
+            "_rowid": pa.array(range(50), pa.uint64()),
+        }
+    )
+    snap = index.load(table, version=3)
+    query = vectors[3]
+    expected = sorted(range(50), key=lambda i: (-float(vectors[i] @ query), i))[:10]
+    assert [row for row, _ in index.top(snap, query, 10, None)] == expected
+    in_a = [row for row, _ in index.top(snap, query, 50, "a")]
+    assert in_a and all(row % 2 for row in in_a) and len(in_a) == 25
+    assert index.top(snap, query, 5, "missing") == []
+    assert index.current(4) is None and index.current(3) is snap
+
+
+def test_commits_by_this_process_keep_the_copy_exact(tmp_path):
+    rng = np.random.default_rng(7)
+    store = MemoryStore(tmp_path / "db", "m", DIM, compact_fragment_threshold=1000)
+    namespaces = ["a", "b", "x' OR '1'='1"]
+    live: list[MemoryRecord] = []
+    store.add([record(rng, str(rng.choice(namespaces))) for _ in range(60)])
+    live = store.scan()
+    assert_same(store, rng, namespaces)
+    version = store.version
+    for step in range(40):
+        op = random.Random(step).choice(["add", "delete", "upsert", "access", "replace", "where"])
+        if op == "add":
+            store.add([record(rng, str(rng.choice(namespaces))) for _ in range(int(rng.integers(1, 5)))])
+        elif op == "delete" and live:
+            store.delete_ids([live[int(rng.integers(len(live)))].id])
+        elif op == "upsert" and live:
+            old = live[int(rng.integers(len(live)))]
+            new = record(rng, str(rng.choice(namespaces)), content="rewritten")
+            new.id = old.id
+            store.upsert([new])
+        elif op == "access" and live:
+            store.record_access({live[int(rng.integers(len(live)))].id: 2})
+        elif op == "replace" and len(live) > 2:
+            store.replace([record(rng, "a")], [live[0].id, live[1].id])
+        elif op == "where":
+            store.delete_where(build_filter(namespace="b", filters={"content": "nothing matches this"}))
+        live = store.scan()
+        assert_same(store, rng, namespaces)
+    assert store.version > version
+    # Every kept record is what LanceDB holds now (access counts, rewritten content).
+    snap = store._exact_snapshot()
+    rows = [snap.positions[r.id] for r in live]
+    from_copy = {r.id: r for r in store._fetch_rows(snap, rows, ["id"])}
+    for r in live:
+        got = from_copy[r.id]
+        assert (got.content, got.namespace, got.access_count, got.last_accessed) == (
+            r.content,
+            r.namespace,
+            r.access_count,
+            r.last_accessed,
+        )
+
+
+def test_compaction_rename_and_another_process(tmp_path):
+    rng = np.random.default_rng(11)
+    path = tmp_path / "db"
+    mine = MemoryStore(path, "m", DIM, compact_fragment_threshold=2, version_retention_seconds=0)
+    other = MemoryStore(path, "m", DIM)  # a second server on the same store
+    mine.add([record(rng, "a") for _ in range(30)])
+    assert_same(mine, rng, ["a", "b"])
+    other.add([record(rng, "b") for _ in range(5)])  # a commit this copy never heard of
+    assert_same(mine, rng, ["a", "b"])
+    other.add([record(rng, "b") for _ in range(5)])
+    mine.add([record(rng, "a")])  # this process's commit lands on top of the other's
+    assert mine.count(build_filter(namespace="b")) == 10
+    assert len(mine.search(record(rng).vector, 50, build_filter(namespace="b"))) == 10
+    assert_same(mine, rng, ["a", "b"])
+    victim = mine.scan(build_filter(namespace="a"), with_vectors=True)[0]
+    other.delete_ids([victim.id])
+    assert victim.id not in {h.record.id for h in mine.search(victim.vector, 5)}
+    mine.compact()  # rewrites every row address
+    assert_same(mine, rng, ["a", "b"])
+    mine.update_where(build_filter(namespace="b"), {"namespace": "c"})
+    assert_same(mine, rng, ["a", "b", "c"])
+    other.compact()
+    assert_same(mine, rng, ["a", "c"])
+
+
+def test_gets_and_vectors_come_back_current(tmp_path):
+    rng = np.random.default_rng(3)
+    store = MemoryStore(tmp_path / "db", "m", DIM)
+    records = [record(rng) for _ in range(20)]
+    store.add(records)
+    store.search(records[0].vector, 3)  # loads the copy
+    when = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=timezone.utc)
+    store.record_access({records[0].id: 3}, when=when)
+    got = store.get(records[0].id, with_vector=True)
+    assert got.access_count == 3 and got.last_accessed == when
+    assert np.allclose(got.vector, records[0].vector)
+    hit = store.search(records[0].vector, 1, with_vectors=True)[0]
+    assert hit.record.id == records[0].id and hit.record.access_count == 3
+    assert np.allclose(hit.record.vector, records[0].vector)
+    hit.record.content = "changed by a caller"  # callers get copies
+    assert store.get(records[0].id).content == records[0].content
+    store.refresh_exact()  # upkeep looks up the new row address
+    assert store._exact.unresolved(store._exact_snapshot()) == []
+    assert store.get(records[0].id).access_count == 3
+
+
+def test_big_tables_skip_the_copy(tmp_path):
+    rng = np.random.default_rng(5)
+    store = MemoryStore(tmp_path / "db", "m", DIM)
+    store._exact.max_rows = 10
+    store.add([record(rng) for _ in range(11)])
+    query = record(rng).vector
+    assert [h.record.id for h in store.search(query, 5)] == [i for i, _ in lance_answer(store, query, 5, None)]
+    assert not store._exact.has_copy()
