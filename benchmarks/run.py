@@ -101,7 +101,11 @@ async def ingest(root: Path, sizes: tuple[int, ...]) -> dict[str, Any]:
             await call(client, "remember", {"content": "warm-up"})
             t = time.perf_counter()
             for start in range(0, n, 100):
-                await call(client, "remember_batch", {"memories": [{"content": c} for c in texts[start : start + 100]]})
+                batch = [
+                    {"content": c, "namespace": f"ns{(start + i) % 10}"}
+                    for i, c in enumerate(texts[start : start + 100])
+                ]
+                await call(client, "remember_batch", {"memories": batch})
             batch_rate = n / (time.perf_counter() - t)
             batch_rss = rss_mb(pid) if pid else {}
         store = _fresh_store(root, f"ingest-single-{n}", models if models.exists() else None)

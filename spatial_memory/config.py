@@ -80,6 +80,12 @@ class Settings(BaseSettings):
     index_refine_factor: int = Field(
         5, ge=1, le=50, description="Indexed queries re-rank this many times `limit` candidates on full vectors."
     )
+    index_cache_mb: int = Field(
+        0,
+        ge=0,
+        le=65_536,
+        description=("LanceDB's index cache in MB (0 = auto: 64 MB, or 1024 MB once the table has its vector index)."),
+    )
     access_flush_seconds: float = Field(2.0, ge=0.0, description="How often recorded recall accesses are written.")
     lock_timeout_seconds: float = Field(
         30.0,

@@ -72,6 +72,7 @@ class Resources:
                         compact_fragment_threshold=self.settings.compact_fragment_threshold,
                         version_retention_seconds=self.settings.version_retention_seconds,
                         lock_timeout_seconds=self.settings.lock_timeout_seconds,
+                        index_cache_bytes=self.settings.index_cache_mb << 20 or None,
                         index_policy=IndexPolicy(
                             vector_index_threshold=self.settings.vector_index_threshold,
                             scalar_index_threshold=self.settings.vector_index_threshold,

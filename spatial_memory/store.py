@@ -107,6 +107,23 @@ def _rows_to_records(table: pa.Table) -> list[MemoryRecord]:
     return records
 
 
+def _connect(db_path: Path, index_cache_bytes: int):
+    import lancedb
+
+    # Consistency interval 0: every read sees commits made by other processes. The caches are
+    # bounded: by default LanceDB lets them grow to gigabytes, holding every superseded
+    # version of the full-text index that compaction leaves behind.
+    session = lancedb.Session(index_cache_size_bytes=index_cache_bytes, metadata_cache_size_bytes=METADATA_CACHE_BYTES)
+    return lancedb.connect(str(db_path), read_consistency_interval=timedelta(0), session=session)
+
+
+METADATA_CACHE_BYTES = 64 << 20
+# The full-text index of a table below the vector index threshold fits in a few MB; the
+# HNSW index of a million rows needs most of a gigabyte to stay fast.
+SMALL_INDEX_CACHE_BYTES = 64 << 20
+LARGE_INDEX_CACHE_BYTES = 1024 << 20
+
+
 def _written(records: Sequence[MemoryRecord]) -> list[tuple[str, str, np.ndarray]]:
     return [(r.id, r.namespace, np.asarray(r.vector, dtype=np.float32)) for r in records]
 
@@ -265,9 +282,9 @@ class MemoryStore:
         compact_fragment_threshold: int = 24,
         version_retention_seconds: int = 60,
         lock_timeout_seconds: float = 30.0,
+        index_cache_bytes: int | None = None,
         index_policy: IndexPolicy | None = None,
     ) -> None:
-        import lancedb
 
         self.model_id = model_id
         self.dim = dim
@@ -282,8 +299,8 @@ class MemoryStore:
         self._write_lock = StoreLock(db_path / LOCK_FILE, lock_timeout_seconds)
         self._db_path = db_path
         try:
-            # Consistency interval 0: every read sees commits made by other processes.
-            self._db = lancedb.connect(str(db_path), read_consistency_interval=timedelta(0))
+            self._index_cache_bytes = index_cache_bytes  # None: sized by _cache_bytes()
+            self._db = _connect(db_path, index_cache_bytes or SMALL_INDEX_CACHE_BYTES)
             with self._write_lock:  # two servers starting on a new store create the table once
                 if TABLE_NAME in self._db.list_tables().tables:
                     self._table = self._db.open_table(TABLE_NAME)
@@ -306,6 +323,13 @@ class MemoryStore:
         self._vector_indexed = False
         self._index_checked_at = 0.0
         self._refresh_index_state()
+        if self._vector_indexed and index_cache_bytes is None:
+            self._reconnect()  # with the index cache a vector index needs
+
+    def _cache_bytes(self) -> int:
+        if self._index_cache_bytes is not None:
+            return self._index_cache_bytes
+        return LARGE_INDEX_CACHE_BYTES if self._vector_indexed else SMALL_INDEX_CACHE_BYTES
 
     def _create_table(self):
         try:
@@ -783,10 +807,9 @@ class MemoryStore:
         open for as long as the connection lives - two more descriptors per compaction, until the
         server runs out of them after some thousands of writes; a new connection lets them go.
         Reads and writes already running keep the old table object until they finish."""
-        import lancedb
 
         try:
-            db = lancedb.connect(str(self._db_path), read_consistency_interval=timedelta(0))
+            db = _connect(self._db_path, self._cache_bytes())
             table = db.open_table(TABLE_NAME)
         except Exception as exc:  # noqa: BLE001 - the old connection still works
             log.warning("could not reopen the memory store after compaction: %s", exc)
