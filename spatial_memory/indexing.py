@@ -24,22 +24,33 @@ class IndexPolicy:
     ef: int = 200
     refine_factor: int = 5
     retrain_growth: float = 2.0  # rebuild once the table has grown this much since the build
+    # Compaction indexes new rows as extra index segments ("deltas"), and every query searches
+    # each one: measured at 100,000 rows, 3 segments cost 14.4 ms a query against 11.3 ms for
+    # one. Past this many, the index is rebuilt as a single segment.
+    max_segments: int = 3
 
 
 def vector_index_rows(table) -> int | None:
     """Rows covered by the vector index, or None when there is none."""
+    # list_indices carries the counts; index_stats would also load the IVF centroids.
     for index in table.list_indices():
         if "vector" in index.columns:
             try:
-                stats = table.index_stats(index.name)
-                return int(stats.num_indexed_rows)
-            except Exception:  # noqa: BLE001 - stats are advisory
+                return int(index.num_indexed_rows)
+            except (AttributeError, TypeError, ValueError):
                 return 0
     return None
 
 
 def has_scalar_index(table, column: str) -> bool:
     return any(column in index.columns and "vector" not in index.columns for index in table.list_indices())
+
+
+def vector_index_segments(table) -> int:
+    for index in table.list_indices():
+        if "vector" in index.columns:
+            return int(getattr(index, "num_segments", 1) or 1)
+    return 0
 
 
 def ensure_indexes(table, rows: int, policy: IndexPolicy) -> list[str]:
@@ -53,7 +64,8 @@ def ensure_indexes(table, rows: int, policy: IndexPolicy) -> list[str]:
                 table.create_scalar_index(column, index_type=kind)
                 done.append(f"{kind} index on {column}")
     indexed = vector_index_rows(table)
-    if rows >= policy.vector_index_threshold and (indexed is None or rows >= policy.retrain_growth * max(indexed, 1)):
+    stale = indexed is None or rows >= policy.retrain_growth * max(indexed, 1)
+    if rows >= policy.vector_index_threshold and (stale or vector_index_segments(table) > policy.max_segments):
         # One HNSW partition per ~500k rows keeps training memory bounded on big tables.
         partitions = max(1, rows // 500_000)
         table.create_index(

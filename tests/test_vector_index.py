@@ -64,3 +64,23 @@ def test_index_is_built_past_threshold_and_stays_accurate(tmp_path):
     fresh = records(clustered(5, rng), offset=10_000)
     store.add(fresh)
     assert store.search(fresh[0].vector, 1)[0].record.id == fresh[0].id
+
+
+def test_index_segments_are_merged_by_a_rebuild(tmp_path):
+    """Each compaction indexes new rows as one more index segment; past max_segments the
+    upkeep rebuilds the index as a single segment."""
+    from spatial_memory.indexing import vector_index_segments
+
+    rng = np.random.default_rng(1)
+    policy = IndexPolicy(vector_index_threshold=1_000, scalar_index_threshold=1_000, max_segments=2, retrain_growth=100)
+    store = MemoryStore(tmp_path / "db", "unit", DIM, index_policy=policy)
+    store.add(records(clustered(1_200, rng)))
+    store.compact()
+    assert vector_index_segments(store._table) == 1
+    seen = []
+    for k in range(3):
+        store.add(records(clustered(50, rng), offset=2_000 + 100 * k))
+        store.compact()
+        seen.append(vector_index_segments(store._table))
+    assert max(seen) <= 2 and store.count() == 1_350
+    assert vector_index_rows(store._table) == 1_350 or seen[-1] > 1
