@@ -34,6 +34,9 @@ def main(argv: list[str] | None = None) -> None:
         level=settings.log_level,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    from .heap import limit_arenas
+
+    limit_arenas()  # before any thread starts
     from .server import create_server
 
     create_server(settings).run("stdio")

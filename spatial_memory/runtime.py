@@ -17,6 +17,7 @@ import numpy as np
 
 from .config import Settings
 from .errors import StorageError
+from .heap import trim
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +170,10 @@ class Upkeep:
                 store.record_access(dict(pending))
             if compact and store.needs_compaction():
                 store.compact()
-            store.refresh_exact()
+                store.refresh_exact()
+                trim()  # compaction and the reload leave large freed buffers behind
+            else:
+                store.refresh_exact()
         except StorageError as exc:
             log.warning("upkeep: %s", exc)
         except Exception:  # noqa: BLE001 - the upkeep thread must survive anything
