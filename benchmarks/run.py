@@ -180,6 +180,7 @@ async def latency(root: Path, sizes: tuple[int, ...], queries: int = 200) -> dic
             ids = [m["id"] for m in (await call(client, "recall", {"query": "deploy", "limit": 50}))["memories"]]
             row: dict[str, Any] = {"memories": n}
             timings: dict[str, list[float]] = {"recall": [], "recall_ns": [], "hybrid_recall": [], "nearby": []}
+            validation: list[float] = []
             fds_before = open_fds(pid) if pid else -1
             for i, q in enumerate(questions):
                 for name, args in (
@@ -192,8 +193,18 @@ async def latency(root: Path, sizes: tuple[int, ...], queries: int = 200) -> dic
                     if tool not in tools:
                         continue
                     t = time.perf_counter()
-                    await call(client, tool, args)
+                    result = await client.call_tool(tool, args)
                     timings[name].append((time.perf_counter() - t) * 1000)
+                    if result.is_error:
+                        raise RuntimeError(f"{tool} failed: {result.structured_content}")
+                    if name == "recall":
+                        # The SDK client re-validates every result against the tool's output schema;
+                        # timing that step again shows how much of the round trip is the client's.
+                        t = time.perf_counter()
+                        await client.session.validate_tool_result(tool, result)
+                        validation.append((time.perf_counter() - t) * 1000)
+            if validation:
+                row["recall_client_validation_p50_ms"] = percentiles(validation)["p50_ms"]
             for name, samples in timings.items():
                 if samples:
                     stats = percentiles(samples)

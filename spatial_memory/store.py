@@ -542,7 +542,7 @@ class MemoryStore:
             found = (
                 self._table.search()
                 .where(build_filter(ids=pending).sql)
-                .select(["id"])
+                .select(SUMMARY_COLUMNS)
                 .with_row_id(True)
                 .limit(len(pending))
                 .to_arrow()
@@ -554,6 +554,9 @@ class MemoryStore:
             return
         ids, addresses = found.column("id").to_pylist(), found.column("_rowid").to_pylist()
         self._exact.resolve_addresses(snap.version, dict(zip(ids, addresses)))
+        # Rewritten rows (recall's access counts) are the ones found again soonest: keep them now
+        # rather than on the next search that hits them.
+        self._exact.keep(snap, _rows_to_records(found.drop_columns(["_rowid"])))
 
     def search_many(self, vectors: np.ndarray, limit: int, flt: Filter | None = None) -> list[list[ScoredMemory]]:
         return [self.search(v, limit, flt) for v in vectors]
