@@ -268,7 +268,13 @@ def test_sigkill_during_compaction_and_cleanup(tmp_path):
             env={**os.environ, "PYTHONPATH": str(REPO)},
             stderr=subprocess.PIPE,
         )
-        time.sleep(rng.uniform(1.0, 2.5))  # start-up (~1 s), then a few write + compact cycles
+        # Kill only once this run has acknowledged a write (start-up imports LanceDB, 2-3 s on a
+        # busy host), at a random moment of the write/compact cycles that follow.
+        size = log.stat().st_size if log.exists() else 0
+        started = time.monotonic()
+        while (log.stat().st_size if log.exists() else 0) == size and time.monotonic() - started < 60:
+            time.sleep(0.05)
+        time.sleep(rng.uniform(0.0, 1.0))
         proc.kill()
         _, stderr = proc.communicate(timeout=30)
         assert b"Traceback" not in stderr, stderr.decode(errors="replace")[-2000:]
@@ -284,4 +290,8 @@ def test_sigkill_during_compaction_and_cleanup(tmp_path):
             kept = set(batch) - forgotten
             assert kept <= present, f"kill {kills}: {len(kept - present)} acknowledged rows lost"
         assert not forgotten & present, "a forgotten row came back"
-    print(f"\n{kills} SIGKILLs during write/compact/cleanup cycles, {len(present)} rows intact")
+    assert batches, "no write was ever acknowledged: the kills proved nothing"
+    print(
+        f"\n{kills} SIGKILLs during write/compact/cleanup cycles: {len(batches)} acknowledged batches, "
+        f"{len(forgotten)} forgets, {len(present)} rows intact"
+    )
