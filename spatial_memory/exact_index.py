@@ -46,10 +46,6 @@ class Snapshot:
     summary: pa.Table  # the non-vector columns of rows [0, loaded) as of the load
     current_summary: np.ndarray  # bool, length n: the row's summary is still what LanceDB holds
 
-    @property
-    def live(self) -> int:
-        return len(self.positions)
-
 
 class ExactIndex:
     def __init__(self, dim: int, max_rows: int) -> None:
@@ -73,7 +69,7 @@ class ExactIndex:
         """Build the copy from a scan of every column and _rowid taken at `version`."""
         n = table.num_rows
         if n > self.max_rows:
-            self._snapshot = None
+            self.invalidate()
             return None
         vectors = np.empty((n + n // 4 + 256, self.dim), dtype=np.float32)
         if n:
@@ -124,8 +120,11 @@ class ExactIndex:
 
     def invalidate(self) -> None:
         with self._lock:
-            self._snapshot = None
-            self._records = {}
+            self._drop()
+
+    def _drop(self) -> None:  # under self._lock
+        self._snapshot = None
+        self._records = {}
 
     def kept(self, ids: Sequence[str]) -> dict[str, MemoryRecord]:
         records = self._records
@@ -158,20 +157,20 @@ class ExactIndex:
             if snap is None:
                 return
             if snap.version != before or after not in (before, before + 1):
-                self._snapshot = None
-                self._records = {}
+                self._drop()
                 return
             if after == before:
                 return
-            for memory_id in [*removed, *moved, *(w[0] for w in written)]:
+            replaced = [*removed, *(w[0] for w in written)]
+            for memory_id in [*replaced, *moved]:
                 self._records.pop(memory_id, None)
             alive = snap.alive
             positions = snap.positions
             addresses = snap.addresses
             current_summary = snap.current_summary
-            if removed or written:
+            if replaced:
                 alive, positions = alive.copy(), dict(positions)
-                for memory_id in [*removed, *(w[0] for w in written)]:
+                for memory_id in replaced:
                     row = positions.pop(memory_id, None)
                     if row is not None:
                         alive[row] = False
@@ -186,8 +185,7 @@ class ExactIndex:
             if written:
                 m = len(written)
                 if len(positions) + m > self.max_rows:
-                    self._snapshot = None
-                    self._records = {}
+                    self._drop()
                     return
                 if n + m > vectors.shape[0]:
                     grown = np.empty((n + m + (n + m) // 4 + 256, self.dim), dtype=np.float32)
@@ -204,8 +202,7 @@ class ExactIndex:
                     positions[w[0]] = n + offset
                 n += m
             if n > 2 * max(len(positions), 512):
-                self._snapshot = None  # mostly dead rows: cheaper to reload than to keep scanning
-                self._records = {}
+                self._drop()  # mostly dead rows: cheaper to reload than to keep scanning
                 return
             self._snapshot = replace(
                 snap,

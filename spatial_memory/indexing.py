@@ -30,16 +30,28 @@ class IndexPolicy:
     max_segments: int = 3
 
 
+def vector_index(table):
+    """The vector index's entry in list_indices (which carries its row and segment counts;
+    index_stats would also load the IVF centroids), or None."""
+    return next((index for index in table.list_indices() if "vector" in index.columns), None)
+
+
+def _indexed_rows(index) -> int | None:
+    if index is None:
+        return None
+    try:
+        return int(index.num_indexed_rows)
+    except (AttributeError, TypeError, ValueError):
+        return 0
+
+
+def _segments(index) -> int:
+    return 0 if index is None else int(getattr(index, "num_segments", 1) or 1)
+
+
 def vector_index_rows(table) -> int | None:
     """Rows covered by the vector index, or None when there is none."""
-    # list_indices carries the counts; index_stats would also load the IVF centroids.
-    for index in table.list_indices():
-        if "vector" in index.columns:
-            try:
-                return int(index.num_indexed_rows)
-            except (AttributeError, TypeError, ValueError):
-                return 0
-    return None
+    return _indexed_rows(vector_index(table))
 
 
 def has_scalar_index(table, column: str) -> bool:
@@ -47,10 +59,7 @@ def has_scalar_index(table, column: str) -> bool:
 
 
 def vector_index_segments(table) -> int:
-    for index in table.list_indices():
-        if "vector" in index.columns:
-            return int(getattr(index, "num_segments", 1) or 1)
-    return 0
+    return _segments(vector_index(table))
 
 
 def ensure_indexes(table, rows: int, policy: IndexPolicy) -> list[str]:
@@ -63,9 +72,10 @@ def ensure_indexes(table, rows: int, policy: IndexPolicy) -> list[str]:
             if not has_scalar_index(table, column):
                 table.create_scalar_index(column, index_type=kind)
                 done.append(f"{kind} index on {column}")
-    indexed = vector_index_rows(table)
+    index = vector_index(table)
+    indexed = _indexed_rows(index)
     stale = indexed is None or rows >= policy.retrain_growth * max(indexed, 1)
-    if rows >= policy.vector_index_threshold and (stale or vector_index_segments(table) > policy.max_segments):
+    if rows >= policy.vector_index_threshold and (stale or _segments(index) > policy.max_segments):
         # One HNSW partition per ~500k rows keeps training memory bounded on big tables.
         partitions = max(1, rows // 500_000)
         table.create_index(

@@ -169,12 +169,12 @@ class Upkeep:
         try:
             if pending:
                 store.record_access(dict(pending))
-            if compact and store.needs_compaction():
+            compacted = compact and store.needs_compaction()
+            if compacted:
                 store.compact()
-                store.refresh_exact()
+            store.refresh_exact()
+            if compacted:
                 trim()  # compaction and the reload leave large freed buffers behind
-            else:
-                store.refresh_exact()
         except StorageError as exc:
             log.warning("upkeep: %s", exc)
         except Exception:  # noqa: BLE001 - the upkeep thread must survive anything

@@ -375,7 +375,7 @@ class MemoryStore:
         snap = self._exact_snapshot(load=False)
         if snap is not None:
             rows = [snap.positions[i] for i in wanted if i in snap.positions]
-            fetched = self._fetch_rows(snap, rows, columns)
+            fetched = self._fetch_rows(snap, rows, with_vectors=with_vectors)
             if fetched is not None:
                 return fetched
         table = self._scan(build_filter(ids=wanted).sql, columns)
@@ -492,13 +492,12 @@ class MemoryStore:
         if snap is None:
             return None
         top = self._exact.top(snap, vector, limit, flt.only_namespace if flt else None)
-        columns = SUMMARY_COLUMNS + (["vector"] if with_vectors else [])
-        records = self._fetch_rows(snap, [row for row, _ in top], columns)
+        records = self._fetch_rows(snap, [row for row, _ in top], with_vectors=with_vectors)
         if records is None:
             return None
         return [ScoredMemory(r, min(1.0, max(0.0, score))) for r, (_, score) in zip(records, top)]
 
-    def _fetch_rows(self, snap: Snapshot, rows: list[int], columns: list[str]) -> list[MemoryRecord] | None:
+    def _fetch_rows(self, snap: Snapshot, rows: list[int], *, with_vectors: bool) -> list[MemoryRecord] | None:
         """The records at these rows of the copy, in order; None when the table no longer
         matches the copy (a row is missing), so the caller asks LanceDB instead."""
         if not rows:
@@ -519,14 +518,15 @@ class MemoryStore:
         except Exception:  # noqa: BLE001 - stale addresses: fall back to a search by value
             log.debug("fetching rows by address failed", exc_info=True)
             return None
-        fresh = [r for r in found if r.id in set(wanted)]
+        wanted_ids = set(wanted)
+        fresh = [r for r in found if r.id in wanted_ids]
         self._exact.keep(snap, fresh)
         by_id.update((r.id, r) for r in fresh)
         if any(i not in by_id for i in wanted):
             return None
         # Copies, so a caller changing a record never changes the kept one. The copy's vectors
         # are the stored ones (the same float32 values).
-        if "vector" not in columns:
+        if not with_vectors:
             return [replace(by_id[i]) for i in wanted]
         return [replace(by_id[i], vector=snap.vectors[row].copy()) for i, row in zip(wanted, rows)]
 
