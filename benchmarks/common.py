@@ -72,11 +72,16 @@ async def server(store: Path, **env: str) -> AsyncIterator[tuple[Any, int | None
         yield client, (spawned[0] if spawned else None)
 
 
-async def call(client, name: str, args: dict[str, Any]) -> dict[str, Any]:
+async def call_result(client, name: str, args: dict[str, Any]):
+    """The whole CallToolResult of a call that must succeed."""
     result = await client.call_tool(name, args)
     if result.is_error:
         raise RuntimeError(f"{name} failed: {result.structured_content}")
-    return result.structured_content
+    return result
+
+
+async def call(client, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    return (await call_result(client, name, args)).structured_content
 
 
 def percentiles(samples_ms: list[float]) -> dict[str, float]:
@@ -93,16 +98,23 @@ def percentiles(samples_ms: list[float]) -> dict[str, float]:
     }
 
 
+def markdown_table(rows: list[dict[str, Any]]) -> list[str]:
+    """Rows (dicts, columns in first-seen order) as the lines of an aligned markdown table."""
+    if not rows:
+        return []
+    columns = list(dict.fromkeys(k for row in rows for k in row))
+    widths = {c: max(len(c), *(len(str(r.get(c, ""))) for r in rows)) for c in columns}
+    lines = ["| " + " | ".join(c.ljust(widths[c]) for c in columns) + " |"]
+    lines.append("|" + "|".join("-" * (widths[c] + 2) for c in columns) + "|")
+    lines += ["| " + " | ".join(str(row.get(c, "")).ljust(widths[c]) for c in columns) + " |" for row in rows]
+    return lines
+
+
 def print_table(title: str, rows: list[dict[str, Any]]) -> None:
     if not rows:
         return
-    columns = list(dict.fromkeys(k for row in rows for k in row))
-    widths = {c: max(len(c), *(len(str(r.get(c, ""))) for r in rows)) for c in columns}
     print(f"\n## {title}\n")
-    print("| " + " | ".join(c.ljust(widths[c]) for c in columns) + " |")
-    print("|" + "|".join("-" * (widths[c] + 2) for c in columns) + "|")
-    for row in rows:
-        print("| " + " | ".join(str(row.get(c, "")).ljust(widths[c]) for c in columns) + " |")
+    print("\n".join(markdown_table(rows)))
     sys.stdout.flush()
 
 

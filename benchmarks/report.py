@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .common import RESULTS_DIR
+from .common import RESULTS_DIR, markdown_table
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "BENCHMARKS.md"
 START, END = "<!-- results:start -->", "<!-- results:end -->"
@@ -30,15 +30,6 @@ REFERENCE = {
 def _load(name: str) -> dict[str, Any] | None:
     path = RESULTS_DIR / f"{name}.json"
     return json.loads(path.read_text()) if path.exists() else None
-
-
-def _table(rows: list[dict[str, Any]]) -> list[str]:
-    if not rows:
-        return []
-    columns = list(dict.fromkeys(k for row in rows for k in row))
-    lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
-    lines += ["| " + " | ".join(str(row.get(c, "")) for c in columns) + " |" for row in rows]
-    return lines
 
 
 def _row(rows: list[dict[str, Any]], n: int) -> dict[str, Any]:
@@ -123,26 +114,26 @@ def render() -> str:
             f"({machine.get('cpus')} cores, {machine.get('memory_mb')} MB, Python {machine.get('python')})."
         )
         lines.append("")
-    lines += ["### Targets", "", *_table(targets(cold, ingest, latency)), ""]
+    lines += ["### Targets", "", *markdown_table(targets(cold, ingest, latency)), ""]
     if cold:
         runs = [*cold["runs"], {"run": "median of warm runs", **cold["median"]}]
-        lines += ["### Cold start (seconds from spawn)", "", *_table(runs), ""]
+        lines += ["### Cold start (seconds from spawn)", "", *markdown_table(runs), ""]
     if ingest:
-        lines += ["### Ingest (memories per second)", "", *_table(ingest["rows"]), ""]
+        lines += ["### Ingest (memories per second)", "", *markdown_table(ingest["rows"]), ""]
     if latency:
-        lines += ["### Query latency through the protocol (ms)", "", *_table(latency["rows"]), ""]
+        lines += ["### Query latency through the protocol (ms)", "", *markdown_table(latency["rows"]), ""]
     if spatial:
         lines += [
             "### regions / visualize (seconds; first call in a fresh server, then repeated)",
             "",
-            *_table(spatial["rows"]),
+            *markdown_table(spatial["rows"]),
             "",
             f"Reference: first visualize {REFERENCE['visualize_500_first']}, regions over 1,000: "
             f"{REFERENCE['regions_1000']}.",
             "",
         ]
     if quality:
-        lines += ["### Retrieval quality, LoCoMo dev (5 conversations)", "", *_table(quality["rows"]), ""]
+        lines += ["### Retrieval quality, LoCoMo dev (5 conversations)", "", *markdown_table(quality["rows"]), ""]
         exact = quality.get("exactness")
         if exact:
             lines += [

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from . import locomo
-from .common import call, open_fds, percentiles, print_table, rss_mb, server, short_texts, write_json
+from .common import call, call_result, open_fds, percentiles, print_table, rss_mb, server, short_texts, write_json
 
 SECTIONS = ("cold_start", "ingest", "latency", "spatial", "quality")
 
@@ -193,10 +193,8 @@ async def latency(root: Path, sizes: tuple[int, ...], queries: int = 200) -> dic
                     if tool not in tools:
                         continue
                     t = time.perf_counter()
-                    result = await client.call_tool(tool, args)
+                    result = await call_result(client, tool, args)
                     timings[name].append((time.perf_counter() - t) * 1000)
-                    if result.is_error:
-                        raise RuntimeError(f"{tool} failed: {result.structured_content}")
                     if name == "recall":
                         # The SDK client re-validates every result against the tool's output schema;
                         # timing that step again shows how much of the round trip is the client's.
