@@ -13,6 +13,7 @@ import logging
 import re
 import uuid
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 from typing import Any, TypeVar
 
 import anyio
@@ -161,14 +162,22 @@ class SpatialMemoryMCPServer(MCPServer):
         """The SDK's stdio loop, except that a line which is not a valid JSON-RPC message (nested
         too deeply for the parser, a lone surrogate escape, plain garbage) gets a JSON-RPC parse
         error - carrying the request id when one can be read from the line - instead of being
-        dropped silently, which would leave the client waiting forever."""
+        dropped silently, which would leave the client waiting forever. Over pipes (any MCP client),
+        stdin and stdout are served by the event loop itself (see stdio_pipes)."""
         lowlevel = getattr(self, "_lowlevel_server", None)
         if lowlevel is None:  # pragma: no cover - a future SDK without it: plain behaviour
             return await super().run_stdio_async()
         from mcp.server.stdio import stdio_server
         from mcp.shared.message import SessionMessage
 
-        async with stdio_server() as (read_stream, write_stream):
+        from . import stdio_pipes
+
+        async with AsyncExitStack() as stack:
+            if stdio_pipes.usable():
+                streams = await stack.enter_async_context(stdio_pipes.pipe_streams())
+            else:
+                streams = (None, None)
+            read_stream, write_stream = await stack.enter_async_context(stdio_server(*streams))
             send, receive = anyio.create_memory_object_stream[Any](0)
 
             async def forward() -> None:

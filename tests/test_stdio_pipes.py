@@ -1,0 +1,109 @@
+"""The event-loop stdio transport: line framing, the wire takeover, and the fallback."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from spatial_memory.stdio_pipes import READ_CHUNK, PipeLines
+
+from .test_stdio import server_env
+
+
+def _lines(*chunks: bytes) -> list[str]:
+    async def collect() -> list[str]:
+        reader = asyncio.StreamReader()
+        for chunk in chunks:
+            reader.feed_data(chunk)
+        reader.feed_eof()
+        return [line async for line in PipeLines(reader)]
+
+    return asyncio.run(collect())
+
+
+def test_lines_split_on_newlines_across_chunks():
+    assert _lines(b'{"a":1}\n{"b"', b":2}\n", b"\n", b"tail") == ['{"a":1}\n', '{"b":2}\n', "\n", "tail"]
+
+
+def test_a_line_longer_than_a_read_chunk_arrives_whole():
+    big = b"x" * (3 * READ_CHUNK + 17)
+    assert _lines(big[:1000], big[1000:] + b"\nnext\n") == [big.decode() + "\n", "next\n"]
+
+
+def test_invalid_utf8_is_replaced_not_fatal():
+    assert _lines(b"caf\xc3\xa9 \xff\n") == ["café \ufffd\n"]
+
+
+def test_empty_input_ends_at_once():
+    assert _lines() == []
+
+
+PIPE_SCRIPT = textwrap.dedent(
+    """
+    import asyncio, os, sys
+    from spatial_memory.stdio_pipes import pipe_streams, usable
+
+    async def main():
+        assert usable()
+        async with pipe_streams() as (lines, writer):
+            print("stray print", flush=True)          # must land on stderr, not the wire
+            os.write(1, b"stray write\\n")
+            async for line in lines:
+                await writer.write(line.upper())
+                await writer.write("y" * 1_000_000 + "\\n")  # far past a pipe's buffer
+                await writer.flush()
+        os.write(1, b"after\\n")                     # the wire is stdout again
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_pipe_streams_own_the_wire_and_give_it_back(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-c", PIPE_SCRIPT], input=b"hello\n", capture_output=True, timeout=60, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    out = done.stdout.decode().split("\n")
+    assert out[0] == "HELLO"
+    assert out[1] == "y" * 1_000_000
+    assert out[2:] == ["after", ""]
+    assert "stray print" in done.stderr.decode() and "stray write" in done.stderr.decode()
+
+
+@pytest.mark.model
+def test_server_answers_with_stdin_from_a_regular_file(tmp_path):
+    """Not a pipe: the SDK's own transport serves it."""
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text(
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "f", "version": "0"}},
+            }
+        )
+        + "\n"
+        + json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        + "\n"
+        + json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        + "\n"
+    )
+    with requests.open("rb") as stdin:
+        done = subprocess.run(
+            [sys.executable, "-m", "spatial_memory"],
+            stdin=stdin,
+            capture_output=True,
+            timeout=120,
+            env=server_env(tmp_path),
+            cwd=tmp_path,
+        )
+    answers = {m["id"]: m for m in map(json.loads, done.stdout.decode().splitlines())}
+    assert answers[1]["result"]["serverInfo"]["name"] == "spatial-memory"
+    assert len(answers[2]["result"]["tools"]) == 21
