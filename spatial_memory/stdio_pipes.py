@@ -33,10 +33,7 @@ def usable() -> bool:
     except RuntimeError:  # another async backend (trio)
         return False
     try:
-        return all(
-            stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
-            for mode in (os.fstat(0).st_mode, os.fstat(1).st_mode)
-        )
+        return all(stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) for mode in (os.fstat(0).st_mode, os.fstat(1).st_mode))
     except OSError:
         return False
 

@@ -86,7 +86,11 @@ def test_server_answers_with_stdin_from_a_regular_file(tmp_path):
                 "jsonrpc": "2.0",
                 "id": 1,
                 "method": "initialize",
-                "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "f", "version": "0"}},
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "f", "version": "0"},
+                },
             }
         )
         + "\n"
