@@ -86,7 +86,12 @@ class Settings(BaseSettings):
         le=65_536,
         description=("LanceDB's index cache in MB (0 = auto: 64 MB, or 1024 MB once the table has its vector index)."),
     )
-    access_flush_seconds: float = Field(2.0, ge=0.0, description="How often recorded recall accesses are written.")
+    access_flush_seconds: float = Field(
+        2.0,
+        ge=0.0,
+        description="How often upkeep looks for recorded recall accesses to write "
+        "(written in a 0.25 s pause between tool calls, at most 30 s after).",
+    )
     lock_timeout_seconds: float = Field(
         30.0,
         gt=0,

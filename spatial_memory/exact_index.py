@@ -88,7 +88,7 @@ class ExactIndex:
                 vectors=vectors,
                 alive=np.ones(n, dtype=bool),
                 positions={memory_id: i for i, memory_id in enumerate(ids)},
-                summary=table.drop_columns(["vector", "_rowid"]),
+                summary=table.drop_columns(["vector", "_rowid"]).combine_chunks(),  # take() on one chunk is ~4x faster
                 current_summary=np.ones(n, dtype=bool),
             )
             self._snapshot = snap
@@ -216,6 +216,19 @@ class ExactIndex:
                 positions=positions,
                 current_summary=current_summary,
             )
+
+    def rebased(self, before: int, after: int) -> None:
+        """This process compacted the table from `before` to `after`: the same rows with the same
+        values at new row addresses. The copy stays (searches keep using it, with no reload on
+        the request path); the addresses are looked up again by the upkeep thread."""
+        with self._lock:
+            snap = self._snapshot
+            if snap is None:
+                return
+            if snap.version != before:
+                self._drop()
+                return
+            self._snapshot = replace(snap, version=after, addresses=np.full_like(snap.addresses, UNKNOWN))
 
     def unresolved(self, snap: Snapshot) -> list[str]:
         rows = np.flatnonzero(snap.alive & (snap.addresses == UNKNOWN))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Protocol
@@ -121,21 +122,51 @@ class Upkeep:
 
     Recall stays fast because access bookkeeping is batched here instead of costing a
     commit per query; compaction keeps fragment counts (and so search latency) low.
+    Writing the access counts rewrites rows and takes the CPU for a few hundred ms, so it
+    waits for a pause between requests (QUIET_SECONDS) - or, under load that never
+    pauses, for at most MAX_DEFER_SECONDS. Writes poke the thread to run at once.
     """
+
+    QUIET_SECONDS = 0.25
+    MAX_DEFER_SECONDS = 30.0
 
     def __init__(self, resources: Resources) -> None:
         self._resources = resources
         self._pending: Counter[str] = Counter()
+        self._pending_since: float | None = None
         self._lock = threading.Lock()
         self._wake = threading.Event()
+        self._poked = False
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
+        self._calls_running = 0
+        self._last_call = 0.0
 
     def record_access(self, ids: Iterable[str]) -> None:
         with self._lock:
+            if not self._pending:
+                self._pending_since = time.monotonic()
             self._pending.update(ids)
 
+    def call_started(self) -> None:
+        with self._lock:
+            self._calls_running += 1
+            self._last_call = time.monotonic()
+
+    def call_finished(self) -> None:
+        with self._lock:
+            self._calls_running -= 1
+            self._last_call = time.monotonic()
+
+    def _may_run_now(self) -> bool:
+        with self._lock:
+            now = time.monotonic()
+            quiet = self._calls_running == 0 and now - self._last_call >= self.QUIET_SECONDS
+            overdue = self._pending_since is not None and now - self._pending_since >= self.MAX_DEFER_SECONDS
+            return quiet or overdue
+
     def poke(self) -> None:
+        self._poked = True
         self._wake.set()
 
     def start(self) -> None:
@@ -158,14 +189,16 @@ class Upkeep:
             self._wake.clear()
             if self._stopping.is_set():
                 break
-            self.run_once()
+            poked, self._poked = self._poked, False
+            if poked or self._may_run_now():
+                self.run_once()
 
     def run_once(self, *, compact: bool = True) -> None:
         if not self._resources.store_is_open:
             return
         store = self._resources.store()
         with self._lock:
-            pending, self._pending = self._pending, Counter()
+            pending, self._pending, self._pending_since = self._pending, Counter(), None
         try:
             if pending:
                 store.record_access(dict(pending))

@@ -118,6 +118,9 @@ def _connect(db_path: Path, index_cache_bytes: int):
 
 
 METADATA_CACHE_BYTES = 64 << 20
+# Up to this many unresolved row addresses are looked up by id; more (after a compaction),
+# by one scan of the id column.
+RESOLVE_BY_ID_MAX = 1024
 # The full-text index of a table below the vector index threshold fits in a few MB; the
 # HNSW index of a million rows needs most of a gigabyte to stay fast.
 SMALL_INDEX_CACHE_BYTES = 64 << 20
@@ -539,14 +542,12 @@ class MemoryStore:
         if not pending:
             return
         try:
-            found = (
-                self._table.search()
-                .where(build_filter(ids=pending).sql)
-                .select(SUMMARY_COLUMNS)
-                .with_row_id(True)
-                .limit(len(pending))
-                .to_arrow()
-            )
+            query = self._table.search().with_row_id(True)
+            if len(pending) > RESOLVE_BY_ID_MAX:  # after a compaction: every address, from one scan
+                found = query.select(["id"]).limit(None).to_arrow()
+            else:
+                query = query.where(build_filter(ids=pending).sql).select(SUMMARY_COLUMNS)
+                found = query.limit(len(pending)).to_arrow()
             if self._table.version != snap.version:
                 return
         except Exception:  # noqa: BLE001 - advisory: unresolved rows are fetched by id
@@ -554,9 +555,10 @@ class MemoryStore:
             return
         ids, addresses = found.column("id").to_pylist(), found.column("_rowid").to_pylist()
         self._exact.resolve_addresses(snap.version, dict(zip(ids, addresses)))
-        # Rewritten rows (recall's access counts) are the ones found again soonest: keep them now
-        # rather than on the next search that hits them.
-        self._exact.keep(snap, _rows_to_records(found.drop_columns(["_rowid"])))
+        if len(pending) <= RESOLVE_BY_ID_MAX:
+            # Rewritten rows (recall's access counts) are the ones found again soonest: keep them
+            # now rather than on the next search that hits them.
+            self._exact.keep(snap, _rows_to_records(found.drop_columns(["_rowid"])))
 
     def search_many(self, vectors: np.ndarray, limit: int, flt: Filter | None = None) -> list[list[ScoredMemory]]:
         return [self.search(v, limit, flt) for v in vectors]
@@ -794,13 +796,18 @@ class MemoryStore:
         ago (`_cleanup_age`): a read started on any recent version always finds its files.
         """
         with self._write_lock:
-            # optimize() also folds rows written since the last run into the full-text index.
-            self._optimize(KEEP_ALL_VERSIONS)
-            age = self._cleanup_age()
-            if age is not None:
-                self._optimize(age)
+            before = self._table.version
+            try:
+                # optimize() also folds rows written since the last run into the full-text index.
+                self._optimize(KEEP_ALL_VERSIONS)
+                age = self._cleanup_age()
+                if age is not None:
+                    self._optimize(age)
+            except BaseException:
+                self._exact.invalidate()
+                raise
             self._writes_since_compaction = 0
-            self._exact.invalidate()
+            self._exact.rebased(before, self._table.version)
         self._ensure_fts_index()
         self._maintain_indexes()
         self._reconnect()

@@ -102,6 +102,17 @@ async def call(ctx: Context, fn: Callable[[Any], pydantic.BaseModel], *, progres
 
     With `progress`, the client gets a progress notification every second until it finishes."""
     app = ctx.request_context.lifespan_context
+    upkeep = app.resources.upkeep
+    upkeep.call_started()  # background bookkeeping waits for a pause between calls
+    try:
+        return await _call(app, ctx, fn, progress)
+    finally:
+        upkeep.call_finished()
+
+
+async def _call(
+    app: Any, ctx: Context, fn: Callable[[Any], pydantic.BaseModel], progress: str | None
+) -> CallToolResult:
     with request_scope() as cancelled:
         try:
             # A cancelled request (or a client that closed the pipe) returns at once instead of

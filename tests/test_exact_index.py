@@ -169,3 +169,30 @@ def test_big_tables_skip_the_copy(tmp_path):
     query = record(rng).vector
     assert [h.record.id for h in store.search(query, 5)] == [i for i, _ in lance_answer(store, query, 5, None)]
     assert not store._exact.has_copy()
+
+
+def test_compaction_keeps_the_copy_and_upkeep_finds_the_new_addresses(tmp_path, monkeypatch):
+    rng = np.random.default_rng(13)
+    store = MemoryStore(tmp_path / "db", "m", DIM, compact_fragment_threshold=1000, version_retention_seconds=0)
+    for _ in range(6):
+        store.add([record(rng, str(rng.choice(["a", "b"]))) for _ in range(10)])
+    live = store.scan()
+    store.record_access({live[0].id: 4})
+    assert_same(store, rng, ["a", "b"])
+    loads = []
+    original_load = store._exact.load
+    monkeypatch.setattr(store._exact, "load", lambda *a, **k: loads.append(1) or original_load(*a, **k))
+    before = store.version
+    store.compact()
+    assert store.version != before
+    assert_same(store, rng, ["a", "b"])  # answered from the copy, rebased to the new version
+    assert loads == []  # no reload of every row on the request path
+    snap = store._exact_snapshot()
+    assert len(store._exact.unresolved(snap)) == len(live)
+    store.refresh_exact()
+    assert store._exact.unresolved(store._exact_snapshot()) == []
+    store.record_access({live[1].id: 2})  # a rewrite after the compaction: fetched by its new address
+    assert store.get(live[1].id).access_count == 2
+    assert store.get(live[0].id).access_count == 4
+    assert_same(store, rng, ["a", "b"])
+    assert loads == []

@@ -1,0 +1,82 @@
+"""Recall bookkeeping waits for a pause between calls, never longer than its deadline."""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+from spatial_memory.runtime import Upkeep
+
+
+class FakeStore:
+    def __init__(self) -> None:
+        self.flushed: list[dict[str, int]] = []
+
+    def record_access(self, counts):
+        self.flushed.append(dict(counts))
+
+    def needs_compaction(self):
+        return False
+
+    def refresh_exact(self):
+        pass
+
+
+def make_upkeep(store: FakeStore) -> Upkeep:
+    resources = SimpleNamespace(
+        settings=SimpleNamespace(access_flush_seconds=0.01), store_is_open=True, store=lambda: store
+    )
+    return Upkeep(resources)
+
+
+def wait_for(condition, timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.01)
+    return condition()
+
+
+def test_access_counts_wait_for_a_pause_between_calls():
+    store = FakeStore()
+    upkeep = make_upkeep(store)
+    upkeep.QUIET_SECONDS = 0.2
+    upkeep.start()
+    try:
+        upkeep.call_started()
+        upkeep.record_access(["a", "b", "a"])
+        time.sleep(0.3)
+        assert store.flushed == []  # a call is running
+        upkeep.call_finished()
+        time.sleep(0.05)
+        assert store.flushed == []  # too soon after the last call
+        assert wait_for(lambda: store.flushed == [{"a": 2, "b": 1}])
+    finally:
+        upkeep.stop()
+
+
+def test_busy_servers_still_write_within_the_deadline():
+    store = FakeStore()
+    upkeep = make_upkeep(store)
+    upkeep.MAX_DEFER_SECONDS = 0.3
+    upkeep.start()
+    try:
+        upkeep.call_started()  # never finishes: no pause ever comes
+        upkeep.record_access(["a"])
+        assert wait_for(lambda: store.flushed == [{"a": 1}], timeout=3)
+    finally:
+        upkeep.stop()
+
+
+def test_a_poke_runs_at_once_and_stop_flushes_what_is_left():
+    store = FakeStore()
+    upkeep = make_upkeep(store)
+    upkeep.start()
+    upkeep.call_started()
+    upkeep.record_access(["a"])
+    upkeep.poke()  # a write happened: no waiting
+    assert wait_for(lambda: store.flushed == [{"a": 1}])
+    upkeep.record_access(["b"])
+    upkeep.stop()
+    assert store.flushed == [{"a": 1}, {"b": 1}]
