@@ -46,6 +46,11 @@ class Settings(BaseSettings):
     openai_api_key: SecretStr | None = Field(None, description="Key for openai:<model> embeddings.")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     preload: bool = Field(True, description="Load the store and model in the background right after start-up.")
+    fast_handshake: bool = Field(
+        True,
+        description="Answer initialize / server/discover / tools/list from the user cache directory while the "
+        "MCP SDK imports (answers the SDK gave before, for this build, SDK and settings).",
+    )
     warm_up_projection: bool = Field(
         False,
         description=(
@@ -118,6 +123,12 @@ class Settings(BaseSettings):
         if not value.strip():
             raise ValueError("must not be empty")
         return value.strip()
+
+    @property
+    def handshake_cache_dir(self) -> Path:
+        import platformdirs
+
+        return platformdirs.user_cache_path("spatial-memory-mcp", appauthor=False)
 
     @property
     def db_path(self) -> Path:

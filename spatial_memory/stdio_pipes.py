@@ -17,20 +17,28 @@ import asyncio
 import os
 import stat
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .handshake import Handover, Recorder
 
 READ_CHUNK = 1 << 16
 
 
 def usable() -> bool:
     """Both standard streams are pipes or sockets on a POSIX system, served by asyncio."""
-    if sys.platform == "win32":
-        return False
     try:
         asyncio.get_running_loop()
     except RuntimeError:  # another async backend (trio)
+        return False
+    return pipes_on_stdio()
+
+
+def pipes_on_stdio() -> bool:
+    """Both standard streams are pipes or sockets on a POSIX system."""
+    if sys.platform == "win32":
         return False
     try:
         return all(stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) for mode in (os.fstat(0).st_mode, os.fstat(1).st_mode))
@@ -41,15 +49,24 @@ def usable() -> bool:
 class PipeLines:
     """`async for line in PipeLines(reader)`: the UTF-8 lines of a pipe, newline included."""
 
-    def __init__(self, reader: asyncio.StreamReader) -> None:
+    def __init__(
+        self, reader: asyncio.StreamReader, prefix: bytes = b"", on_line: Callable[[str], None] | None = None
+    ) -> None:
         self._reader = reader
-        self._buffer = bytearray()
+        self._buffer = bytearray(prefix)  # read from the wire before this reader existed
         self._scanned = 0  # bytes of the buffer already known to hold no newline
+        self._on_line = on_line
+
+    async def __anext__(self) -> str:
+        line = await self._next()
+        if self._on_line is not None:
+            self._on_line(line)
+        return line
 
     def __aiter__(self) -> PipeLines:
         return self
 
-    async def __anext__(self) -> str:
+    async def _next(self) -> str:
         while True:
             end = self._buffer.find(b"\n", self._scanned)
             if end >= 0:
@@ -72,11 +89,13 @@ class PipeLines:
 class PipeWriter:
     """The write/flush pair the SDK's transport calls, over an asyncio pipe transport."""
 
-    def __init__(self, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, writer: asyncio.StreamWriter, allow: Callable[[str], bool] | None = None) -> None:
         self._writer = writer
+        self._allow = allow  # False drops a line (an answer the client already has)
 
     async def write(self, text: str) -> None:
-        self._writer.write(text.encode("utf-8"))
+        if self._allow is None or self._allow(text):
+            self._writer.write(text.encode("utf-8"))
 
     async def flush(self) -> None:
         await self._writer.drain()
@@ -91,10 +110,9 @@ def _claim(fd: int, diversion: int) -> int:
     return private
 
 
-@asynccontextmanager
-async def pipe_streams() -> AsyncIterator[tuple[Any, Any]]:
-    """(lines of stdin, writer to stdout) served by the running asyncio loop."""
-    loop = asyncio.get_running_loop()
+def claim_wire() -> tuple[int, int]:
+    """Private duplicates of stdin and stdout (the wire); fd 0 now reads /dev/null and fd 1
+    writes to stderr, so stray output cannot corrupt the protocol."""
     devnull = os.open(os.devnull, os.O_RDONLY)
     try:
         wire_in = _claim(0, devnull)
@@ -106,6 +124,17 @@ async def pipe_streams() -> AsyncIterator[tuple[Any, Any]]:
         os.dup2(wire_in, 0)
         os.close(wire_in)
         raise
+    return wire_in, wire_out
+
+
+@asynccontextmanager
+async def pipe_streams(
+    handover: Handover | None = None, recorder: Recorder | None = None
+) -> AsyncIterator[tuple[Any, Any]]:
+    """(lines of stdin, writer to stdout) served by the running asyncio loop. With `handover`,
+    the wire was claimed (and partly read) by the handshake fast path."""
+    loop = asyncio.get_running_loop()
+    wire_in, wire_out = (handover.wire_in, handover.wire_out) if handover is not None else claim_wire()
     reader_file = os.fdopen(wire_in, "rb", buffering=0, closefd=False)
     writer_file = os.fdopen(wire_out, "wb", buffering=0, closefd=False)
     transports: list[asyncio.BaseTransport] = []
@@ -118,7 +147,12 @@ async def pipe_streams() -> AsyncIterator[tuple[Any, Any]]:
         # A flush means every byte is in the pipe, not just "below the high-water mark".
         write_transport.set_write_buffer_limits(high=0)
         writer = asyncio.StreamWriter(write_transport, protocol, None, loop)
-        yield PipeLines(reader), PipeWriter(writer)
+        lines = PipeLines(
+            reader,
+            prefix=handover.replay if handover is not None else b"",
+            on_line=recorder.incoming if recorder is not None else None,
+        )
+        yield lines, PipeWriter(writer, allow=recorder.outgoing if recorder is not None else None)
     finally:
         for transport in transports:
             transport.close()

@@ -108,6 +108,9 @@ def _rows_to_records(table: pa.Table) -> list[MemoryRecord]:
 
 
 def _connect(db_path: Path, index_cache_bytes: int):
+    from .lazy_imports import prepare_lancedb_import
+
+    prepare_lancedb_import()
     import lancedb
 
     # Consistency interval 0: every read sees commits made by other processes. The caches are

@@ -24,6 +24,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 from .cancellation import request_scope
 from .errors import SpatialMemoryError
+from .handshake import Handover, HandshakeCache, Recorder
 from .validation import argument_problem
 
 log = logging.getLogger("spatial_memory.tools")
@@ -151,6 +152,10 @@ class SpatialMemoryMCPServer(MCPServer):
     """MCPServer whose argument-validation failures come back as typed ValidationError results,
     and whose stdio transport answers a line it cannot parse instead of dropping it."""
 
+    # Set by the CLI when the handshake fast path (handshake.py) answered the first requests.
+    handover: Handover | None = None
+    handshake_cache: HandshakeCache | None = None
+
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:
         problem = argument_problem(arguments, MAX_ARGUMENT_DEPTH)
         if problem is not None:
@@ -184,7 +189,10 @@ class SpatialMemoryMCPServer(MCPServer):
         from . import stdio_pipes
 
         async with AsyncExitStack() as stack:
-            if stdio_pipes.usable():
+            if self.handover is not None:  # the handshake fast path served the wire so far
+                recorder = Recorder(self.handshake_cache, self.handover.answered)
+                streams = await stack.enter_async_context(stdio_pipes.pipe_streams(self.handover, recorder))
+            elif stdio_pipes.usable():
                 streams = await stack.enter_async_context(stdio_pipes.pipe_streams())
             else:
                 streams = (None, None)

@@ -52,6 +52,21 @@ class HashEmbedder:
         return self._one(text)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def user_cache_dir(tmp_path_factory: pytest.TempPathFactory):
+    """Servers the tests spawn keep their handshake cache here, not in the user's home."""
+    import os
+
+    path = tmp_path_factory.mktemp("user-cache")
+    previous = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(path)
+    yield path
+    if previous is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = previous
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
