@@ -21,7 +21,7 @@ VECTOR_INDEX_NAME = "vector_idx"
 class IndexPolicy:
     vector_index_threshold: int = 50_000
     scalar_index_threshold: int = 20_000
-    ef: int = 200
+    ef: int = 400  # recall@10 vs exact at 1M near-data queries: 0.90 at 200, 0.97 at 400 (+2.4 ms)
     refine_factor: int = 5
     retrain_growth: float = 2.0  # rebuild once the table has grown this much since the build
     # Compaction indexes new rows as extra index segments ("deltas"), and every query searches
