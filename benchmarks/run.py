@@ -165,6 +165,46 @@ def build_synthetic_store(path: Path, n: int, seed: int = 0) -> None:
     store.compact()
 
 
+ANN_CHECK_FROM = 100_000  # sizes served by the approximate index
+
+
+async def ann_recall(client, store: Path, questions: list[str], samples: int = 50) -> dict[str, float]:
+    """recall@10 of the server's answers against exact brute force over every stored vector:
+    `nearby` of stored memories (queries close to the data, as recalls of stored facts are) and
+    `recall` of free text (queries far from all of these synthetic vectors: near-ties, the hard case)."""
+    import numpy as np
+
+    from spatial_memory.embeddings.onnx_encoder import OnnxSentenceEncoder, bundled_model_dir
+    from spatial_memory.store import _connect
+
+    table = _connect(store / "lancedb", 64 << 20).open_table("memories")
+    scan = table.search().select(["id", "vector"]).limit(None).to_arrow()
+    ids = np.array(scan.column("id").to_pylist(), dtype=object)
+    vectors = scan.column("vector").combine_chunks().values.to_numpy().reshape(len(ids), -1)
+    del scan
+
+    def exact(query: np.ndarray, skip: str | None = None) -> set[str]:
+        scores = vectors @ query
+        top = np.argpartition(-scores, 11)[:11]
+        ranked = [ids[i] for i in top[np.argsort(-scores[top])] if ids[i] != skip]
+        return set(ranked[:10])
+
+    rng = np.random.default_rng(7)
+    near = []
+    for row in rng.choice(len(ids), samples, replace=False):
+        got = await call(client, "nearby", {"memory_id": ids[row], "limit": 10})
+        near.append(len({m["id"] for m in got["neighbors"]} & exact(vectors[row], skip=ids[row])) / 10)
+    encoder = OnnxSentenceEncoder(bundled_model_dir(), store / "models")  # the server built it there
+    far = []
+    for question, query in zip(questions[:samples], encoder.encode(questions[:samples])):
+        got = await call(client, "recall", {"query": question, "limit": 10})
+        far.append(len({m["id"] for m in got["memories"]} & exact(query)) / 10)
+    return {
+        "ann_recall_at_10_nearby": round(float(np.mean(near)), 3),
+        "ann_recall_at_10_text": round(float(np.mean(far)), 3),
+    }
+
+
 async def latency(root: Path, sizes: tuple[int, ...], queries: int = 200) -> dict[str, Any]:
     rows = []
     models = root / "cold-first" / "models"
@@ -215,6 +255,8 @@ async def latency(root: Path, sizes: tuple[int, ...], queries: int = 200) -> dic
             memory = rss_mb(pid) if pid else {}
             row["peak_rss_mb"] = memory.get("peak_rss_mb")
             row["open_fds_before_after"] = f"{fds_before}->{open_fds(pid) if pid else -1}"
+            if n >= ANN_CHECK_FROM:
+                row.update(await ann_recall(client, store, questions[:50]))
         rows.append(row)
     print_table("Query latency through the protocol (ms)", rows)
     return {"rows": rows}

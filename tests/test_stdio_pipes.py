@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import subprocess
 import sys
 import textwrap
 
-import pytest
-
 from spatial_memory.stdio_pipes import READ_CHUNK, PipeLines
-
-from .test_stdio import server_env
 
 
 def _lines(*chunks: bytes) -> list[str]:
@@ -76,38 +71,13 @@ def test_pipe_streams_own_the_wire_and_give_it_back(tmp_path):
     assert "stray print" in done.stderr.decode() and "stray write" in done.stderr.decode()
 
 
-@pytest.mark.model
-def test_server_answers_with_stdin_from_a_regular_file(tmp_path):
-    """Not a pipe: the SDK's own transport serves it."""
-    requests = tmp_path / "requests.jsonl"
-    requests.write_text(
-        json.dumps(
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "f", "version": "0"},
-                },
-            }
-        )
-        + "\n"
-        + json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        + "\n"
-        + json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
-        + "\n"
-    )
-    with requests.open("rb") as stdin:
-        done = subprocess.run(
-            [sys.executable, "-m", "spatial_memory"],
-            stdin=stdin,
-            capture_output=True,
-            timeout=120,
-            env=server_env(tmp_path),
-            cwd=tmp_path,
-        )
-    answers = {m["id"]: m for m in map(json.loads, done.stdout.decode().splitlines())}
-    assert answers[1]["result"]["serverInfo"]["name"] == "spatial-memory"
-    assert len(answers[2]["result"]["tools"]) == 21
+def test_only_pipes_take_the_event_loop_path(tmp_path):
+    """A regular file (or terminal) on stdin is left to the SDK's own transport."""
+    probe = [sys.executable, "-c", "from spatial_memory.stdio_pipes import pipes_on_stdio; print(pipes_on_stdio())"]
+    piped = subprocess.run(probe, input=b"", capture_output=True, timeout=60)
+    assert piped.stdout.strip() == b"True"
+    regular = tmp_path / "requests.jsonl"
+    regular.write_text("{}\n")
+    with regular.open("rb") as stdin:
+        from_file = subprocess.run(probe, stdin=stdin, capture_output=True, timeout=60)
+    assert from_file.stdout.strip() == b"False"
