@@ -135,6 +135,7 @@ class Upkeep:
         self._pending: Counter[str] = Counter()
         self._pending_since: float | None = None
         self._lock = threading.Lock()
+        self._run_lock = threading.Lock()
         self._wake = threading.Event()
         self._poked = False
         self._stopping = threading.Event()
@@ -194,6 +195,12 @@ class Upkeep:
                 self.run_once()
 
     def run_once(self, *, compact: bool = True) -> None:
+        # One run at a time: a caller that flushes before reading (export, decay) must wait
+        # for counts the thread has already taken but not yet written.
+        with self._run_lock:
+            self._run_once(compact)
+
+    def _run_once(self, compact: bool) -> None:
         if not self._resources.store_is_open:
             return
         store = self._resources.store()

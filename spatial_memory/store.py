@@ -121,6 +121,11 @@ def _connect(db_path: Path, index_cache_bytes: int):
 
 
 METADATA_CACHE_BYTES = 64 << 20
+# Lance file format of new tables. Every search ends by reading its few result rows at random
+# positions, and format 2.1 does that in a fraction of the time of LanceDB 0.40's default
+# (2.2): measured here, 10 rows of the 11 summary columns out of 300,000 took 3.9-4.6 ms
+# against 9.3-12 ms. Full scans cost the same. A table keeps the format it was created with.
+DATA_STORAGE_VERSION = "2.1"
 # Up to this many unresolved row addresses are looked up by id; more (after a compaction),
 # by one scan of the id column.
 RESOLVE_BY_ID_MAX = 1024
@@ -339,7 +344,11 @@ class MemoryStore:
 
     def _create_table(self):
         try:
-            return self._db.create_table(TABLE_NAME, schema=memory_schema(self.model_id, self.dim))
+            return self._db.create_table(
+                TABLE_NAME,
+                schema=memory_schema(self.model_id, self.dim),
+                storage_options={"new_table_data_storage_version": DATA_STORAGE_VERSION},
+            )
         except (ValueError, OSError):
             # Another process created it between our check and our create.
             return self._db.open_table(TABLE_NAME)

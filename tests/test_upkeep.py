@@ -80,3 +80,29 @@ def test_a_poke_runs_at_once_and_stop_flushes_what_is_left():
     upkeep.record_access(["b"])
     upkeep.stop()
     assert store.flushed == [{"a": 1}, {"b": 1}]
+
+
+def test_a_flush_before_a_read_waits_for_counts_already_being_written():
+    """export and decay flush first; if the thread has just taken the counts and is still
+    writing them, the caller's flush must not return before that write lands."""
+    import threading
+
+    class SlowStore(FakeStore):
+        def __init__(self) -> None:
+            super().__init__()
+            self.writing = threading.Event()
+
+        def record_access(self, counts):
+            self.writing.set()
+            time.sleep(0.3)
+            super().record_access(counts)
+
+    store = SlowStore()
+    upkeep = make_upkeep(store)
+    upkeep.record_access(["a"])
+    thread = threading.Thread(target=upkeep.run_once)
+    thread.start()
+    assert store.writing.wait(5)
+    upkeep.run_once(compact=False)  # what export does before reading
+    assert store.flushed == [{"a": 1}]
+    thread.join()
