@@ -87,6 +87,18 @@ def targets(cold, ingest, latency) -> list[dict[str, Any]]:
                 "reference": REFERENCE["recall_1000"] if n == 1000 else "",
             }
         )
+    for row in rows:
+        for kind, queries in (("nearby", "stored memories"), ("text", "free-text queries")):
+            value = row.get(f"ann_recall_at_10_{kind}")
+            if value is not None:
+                out.append(
+                    {
+                        "target": f"ANN recall@10 vs exact >= 0.95 at {row['memories']:,} ({queries})",
+                        "measured": f"{value:.3f}",
+                        "verdict": _verdict(value >= 0.95),
+                        "reference": "",
+                    }
+                )
     rss = [r.get("peak_rss_mb") for r in ((ingest or {}).get("rows", []) + rows) if r.get("memories") == 10000]
     rss = [r for r in rss if r]
     if rss:
