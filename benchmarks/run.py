@@ -175,6 +175,19 @@ def build_synthetic_store(path: Path, n: int, seed: int = 0) -> None:
 ANN_CHECK_FROM = 100_000  # sizes served by the approximate index
 
 
+def vector_index_state(store: Path) -> str:
+    """The vector index as the run found or left it: which build, its segments, and the rows
+    it does not cover. Recall bookkeeping rewrites rows, and upkeep may rebuild the index in
+    the middle of a run (19 minutes of CPU at 1M), so a large-size row says which it saw."""
+    from spatial_memory.store import _connect
+
+    table = _connect(store / "lancedb", 64 << 20).open_table("memories")
+    index = next((i for i in table.list_indices() if "vector" in i.columns), None)
+    if index is None:
+        return "none"
+    return f"{str(index.index_uuid)[:8]}/{index.num_segments}seg/{index.num_unindexed_rows}unindexed"
+
+
 async def ann_recall(client, store: Path, questions: list[str], samples: int = 50) -> dict[str, float]:
     """recall@10 of the server's answers against exact brute force over every stored vector:
     `nearby` of stored memories (queries close to the data, as recalls of stored facts are) and
@@ -233,6 +246,7 @@ async def latency(root: Path, sizes: tuple[int, ...], queries: int = 200) -> dic
             timings: dict[str, list[float]] = {"recall": [], "recall_ns": [], "hybrid_recall": [], "nearby": []}
             validation: list[float] = []
             fds_before = open_fds(pid) if pid else -1
+            index_before = vector_index_state(store) if n >= ANN_CHECK_FROM else ""
             for i, q in enumerate(questions):
                 for name, args in (
                     ("recall", {"query": q, "limit": 10}),
@@ -263,6 +277,7 @@ async def latency(root: Path, sizes: tuple[int, ...], queries: int = 200) -> dic
             row["peak_rss_mb"] = memory.get("peak_rss_mb")
             row["open_fds_before_after"] = f"{fds_before}->{open_fds(pid) if pid else -1}"
             if n >= ANN_CHECK_FROM:
+                row["vector_index_before_after"] = f"{index_before} -> {vector_index_state(store)}"
                 row.update(await ann_recall(client, store, questions[:50]))
         rows.append(row)
     print_table("Query latency through the protocol (ms)", rows)
