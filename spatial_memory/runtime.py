@@ -135,7 +135,7 @@ class Upkeep:
         self._pending: Counter[str] = Counter()
         self._pending_since: float | None = None
         self._lock = threading.Lock()
-        self._run_lock = threading.Lock()
+        self._flush_lock = threading.Lock()
         self._wake = threading.Event()
         self._poked = False
         self._stopping = threading.Event()
@@ -194,21 +194,24 @@ class Upkeep:
             if poked or self._may_run_now():
                 self.run_once()
 
-    def run_once(self, *, compact: bool = True) -> None:
-        # One run at a time: a caller that flushes before reading (export, decay) must wait
-        # for counts the thread has already taken but not yet written.
-        with self._run_lock:
-            self._run_once(compact)
+    def flush(self) -> None:
+        """Write pending recall access counts now, for a caller about to read them (export, the
+        lifecycle tools); returns only once counts already being written have landed too."""
+        self.run_once(compact=False)
 
-    def _run_once(self, compact: bool) -> None:
+    def run_once(self, *, compact: bool = True) -> None:
         if not self._resources.store_is_open:
             return
         store = self._resources.store()
-        with self._lock:
-            pending, self._pending, self._pending_since = self._pending, Counter(), None
         try:
-            if pending:
-                store.record_access(dict(pending))
+            # One access write at a time, so a flush waits for counts the thread has taken but
+            # not yet written. Compaction stays outside: an index rebuild it starts can take
+            # many minutes at a million rows, and no flush should wait for that.
+            with self._flush_lock:
+                with self._lock:
+                    pending, self._pending, self._pending_since = self._pending, Counter(), None
+                if pending:
+                    store.record_access(dict(pending))
             compacted = compact and store.needs_compaction()
             if compacted:
                 store.compact()

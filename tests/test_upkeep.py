@@ -103,6 +103,40 @@ def test_a_flush_before_a_read_waits_for_counts_already_being_written():
     thread = threading.Thread(target=upkeep.run_once)
     thread.start()
     assert store.writing.wait(5)
-    upkeep.run_once(compact=False)  # what export does before reading
+    upkeep.flush()  # what export does before reading
     assert store.flushed == [{"a": 1}]
     thread.join()
+
+
+def test_a_flush_never_waits_for_a_compaction():
+    """Compaction may start an index rebuild that takes minutes on a big table; a flush
+    before an export must not queue behind it."""
+    import threading
+
+    class CompactingStore(FakeStore):
+        def __init__(self) -> None:
+            super().__init__()
+            self.compacting, self.release = threading.Event(), threading.Event()
+
+        def needs_compaction(self):
+            return not self.compacting.is_set()
+
+        def compact(self):
+            self.compacting.set()
+            self.release.wait(10)
+
+    store = CompactingStore()
+    upkeep = make_upkeep(store)
+    compactor = threading.Thread(target=upkeep.run_once)
+    compactor.start()
+    try:
+        assert store.compacting.wait(5)
+        upkeep.record_access(["a"])
+        flusher = threading.Thread(target=upkeep.flush)
+        flusher.start()
+        flusher.join(timeout=5)
+        assert not flusher.is_alive(), "flush waited for the compaction"
+        assert store.flushed == [{"a": 1}]
+    finally:
+        store.release.set()
+        compactor.join()

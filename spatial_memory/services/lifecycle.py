@@ -124,10 +124,6 @@ class LifecycleService:
     def _settings(self):
         return self._r.settings
 
-    def _flush_accesses(self) -> None:
-        """Write pending recall access counts first, so access-based maths sees them."""
-        self._r.upkeep.run_once(compact=False)
-
     def _require_namespace(self, store, namespace: str) -> None:
         check.namespace(namespace, self._settings)
         if store.count(build_filter(namespace=namespace)) == 0:
@@ -159,7 +155,7 @@ class LifecycleService:
         if namespace is not None:
             self._require_namespace(store, namespace)
         if not dry_run:
-            self._flush_accesses()
+            self._r.upkeep.flush()
         with nullcontext() if dry_run else store.exclusive():
             records = store.scan(build_filter(namespace=namespace), with_vectors=not dry_run)
             if not records:
@@ -263,7 +259,7 @@ class LifecycleService:
         ids = list(dict.fromkeys(str(i) for i in memory_ids))
         now = _utc(now)
         store = self._r.store()
-        self._flush_accesses()
+        self._r.upkeep.flush()
         with store.exclusive():
             found = store.get_many(ids, with_vectors=True)
             by_id = {r.id: r for r in found}
@@ -455,7 +451,7 @@ class LifecycleService:
         store = self._r.store()
         self._require_namespace(store, namespace)
         if not dry_run:
-            self._flush_accesses()
+            self._r.upkeep.flush()
 
         with nullcontext() if dry_run else store.exclusive():
             records = store.scan(build_filter(namespace=namespace), with_vectors=True)

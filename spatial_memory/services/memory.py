@@ -458,7 +458,7 @@ class MemoryService:
         store = self._r.store()
         # Recalls' access counts wait for a pause before they are written; the export must
         # carry every one made before it.
-        self._r.upkeep.run_once(compact=False)
+        self._r.upkeep.flush()
         flt = build_filter(namespace=namespace) if namespace is not None else None
         table = store.scan_arrow(SUMMARY_COLUMNS + (["vector"] if with_vectors else []), flt)
         if namespace is not None and table.num_rows == 0:
