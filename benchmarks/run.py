@@ -179,10 +179,10 @@ def vector_index_state(store: Path) -> str:
     """The vector index as the run found or left it: which build, its segments, and the rows
     it does not cover. Recall bookkeeping rewrites rows, and upkeep may rebuild the index in
     the middle of a run (19 minutes of CPU at 1M), so a large-size row says which it saw."""
+    from spatial_memory.indexing import vector_index
     from spatial_memory.store import _connect
 
-    table = _connect(store / "lancedb", 64 << 20).open_table("memories")
-    index = next((i for i in table.list_indices() if "vector" in i.columns), None)
+    index = vector_index(_connect(store / "lancedb", 64 << 20).open_table("memories"))
     if index is None:
         return "none"
     return f"{str(index.index_uuid)[:8]}/{index.num_segments}seg/{index.num_unindexed_rows}unindexed"
