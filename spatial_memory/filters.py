@@ -132,6 +132,8 @@ class Filter:
     metadata: list[MetadataCondition] = field(default_factory=list)
     # Set when the filter is exactly "namespace = <this>" (searches can use the exact index).
     only_namespace: str | None = None
+    # The table columns its where clause reads.
+    columns: frozenset[str] = frozenset()
 
 
 def build_filter(
@@ -149,13 +151,17 @@ def build_filter(
     """
     clauses: list[str] = []
     meta: list[MetadataCondition] = []
+    columns: set[str] = set()
     if namespace is not None:
+        columns.add("namespace")
         clauses.append(f"namespace = {quote(namespace)}")
     tag_list = list(tags or [])
     if tag_list:
+        columns.add("tags")
         clauses.append(_condition("tags", "in", tag_list))
     if ids is not None:
         id_list = list(ids)
+        columns.add("id")
         clauses.append(f"id IN ({', '.join(quote(i) for i in id_list)})" if id_list else "false")
     for column, spec in (filters or {}).items():
         conditions = spec.items() if isinstance(spec, Mapping) else [("eq", spec)]
@@ -169,12 +175,13 @@ def build_filter(
                 meta.append(MetadataCondition(key, op, value))
             elif column in COLUMNS:
                 clauses.append(_condition(column, op, value))
+                columns.add(column)
             else:
                 raise ValidationError(
                     f"cannot filter on '{column}'; allowed: {', '.join(sorted(COLUMNS))} or metadata.<key>"
                 )
     only_namespace = namespace if namespace is not None and len(clauses) == 1 and not meta else None
-    return Filter(" AND ".join(f"({c})" for c in clauses) or None, meta, only_namespace)
+    return Filter(" AND ".join(f"({c})" for c in clauses) or None, meta, only_namespace, frozenset(columns))
 
 
 def _compare(actual: Any, op: str, expected: Any) -> bool:

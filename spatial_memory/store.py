@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from .access_ledger import ACCESS_COLUMNS, FOLD_FRACTION, Access, AccessLedger, accesses_table
 from .cancellation import check_cancelled
 from .errors import ConfigurationError, SpatialMemoryError, StorageError
 from .exact_index import UNKNOWN, ExactIndex, Snapshot
@@ -317,6 +318,7 @@ class MemoryStore:
                     self._table = self._db.open_table(TABLE_NAME)
                 else:
                     self._table = self._create_table()
+            self._ledger = AccessLedger(self._db)
         except SpatialMemoryError:
             raise
         except Exception as exc:
@@ -375,7 +377,7 @@ class MemoryStore:
     def count(self, flt: Filter | None = None) -> int:
         if flt is not None and flt.metadata:
             return len(self._matching_ids(flt))
-        return self._table.count_rows(flt.sql if flt else None)
+        return self._table.count_rows(self._where(flt))
 
     def get(self, memory_id: str, *, with_vector: bool = False) -> MemoryRecord | None:
         found = self.get_many([memory_id], with_vectors=with_vector)
@@ -392,32 +394,46 @@ class MemoryStore:
             rows = [snap.positions[i] for i in wanted if i in snap.positions]
             fetched = self._fetch_rows(snap, rows, with_vectors=with_vectors)
             if fetched is not None:
-                return fetched
+                return self._with_accesses(fetched)
         table = self._scan(build_filter(ids=wanted).sql, columns)
         by_id = {r.id: r for r in _rows_to_records(table)}
-        return [by_id[i] for i in wanted if i in by_id]
+        return self._with_accesses([by_id[i] for i in wanted if i in by_id])
 
     def scan(
         self, flt: Filter | None = None, *, with_vectors: bool = False, limit: int | None = None
     ) -> list[MemoryRecord]:
         columns = SUMMARY_COLUMNS + (["vector"] if with_vectors else [])
-        table = self._scan(flt.sql if flt else None, columns, limit=None if flt and flt.metadata else limit)
+        table = self._scan(self._where(flt), columns, limit=None if flt and flt.metadata else limit)
         records = _rows_to_records(table)
         if flt is not None and flt.metadata:
             records = [r for r in records if metadata_matches(r.metadata, flt.metadata)][:limit]
-        return records
+        return self._with_accesses(records)
 
     def nth(self, index: int, flt: Filter | None = None, *, with_vector: bool = False) -> MemoryRecord | None:
         """The index-th matching row in storage order (for picking a random memory cheaply)."""
         columns = SUMMARY_COLUMNS + (["vector"] if with_vector else [])
+        where = self._where(flt)
         query = self._table.search().select(columns).offset(int(index)).limit(1)
-        if flt is not None and flt.sql:
-            query = query.where(flt.sql)
-        found = _rows_to_records(query.to_arrow())
+        if where:
+            query = query.where(where)
+        found = self._with_accesses(_rows_to_records(query.to_arrow()))
         return found[0] if found else None
 
     def scan_arrow(self, columns: list[str], flt: Filter | None = None) -> pa.Table:
-        return self._scan(flt.sql if flt else None, columns)
+        return self._ledger.apply_arrow(self._scan(self._where(flt), columns))
+
+    def _where(self, flt: Filter | None) -> str | None:
+        """The filter's where clause, with the ledger's access counts folded into the rows
+        first when the clause reads them."""
+        if flt is None:
+            return None
+        if flt.columns & ACCESS_COLUMNS and self._ledger.entries(exact=True):
+            self.fold_accesses()
+        return flt.sql
+
+    def _with_accesses(self, records: list[MemoryRecord]) -> list[MemoryRecord]:
+        self._ledger.apply(records)
+        return records
 
     def _scan(self, where: str | None, columns: list[str], limit: int | None = None) -> pa.Table:
         query = self._table.search().select(columns)
@@ -430,7 +446,7 @@ class MemoryStore:
             raise StorageError(f"read failed: {exc}") from exc
 
     def _matching_ids(self, flt: Filter) -> list[str]:
-        table = self._scan(flt.sql, ["id", "metadata"])
+        table = self._scan(self._where(flt), ["id", "metadata"])
         ids = table.column("id").to_pylist()
         metas = table.column("metadata").to_pylist()
         return [i for i, m in zip(ids, metas) if metadata_matches(json.loads(m) if m else {}, flt.metadata)]
@@ -447,8 +463,9 @@ class MemoryStore:
         """Nearest memories by cosine similarity (vectors are unit norm, so dot product)."""
         exact = self._exact_search(vector, limit, flt, with_vectors)
         if exact is not None:
+            self._ledger.apply(hit.record for hit in exact)
             return [hit for hit in exact if hit.similarity >= min_similarity]
-        where = flt.sql if flt else None
+        where = self._where(flt)
         if flt is not None and flt.metadata:
             ids = self._matching_ids(flt)
             if not ids:
@@ -468,7 +485,8 @@ class MemoryStore:
             raise StorageError(f"vector search failed: {exc}") from exc
         distances = table.column("_distance").to_pylist()
         results = []
-        for record, distance in zip(_rows_to_records(table.drop_columns(["_distance"])), distances):
+        records = self._with_accesses(_rows_to_records(table.drop_columns(["_distance"])))
+        for record, distance in zip(records, distances):
             similarity = min(1.0, max(0.0, 1.0 - float(distance)))
             if similarity >= min_similarity:
                 results.append(ScoredMemory(record, similarity))
@@ -653,7 +671,9 @@ class MemoryStore:
                     self._exact.invalidate()
             return result
 
-    def _attempt(self, failure: str, action: Callable[[], Any], landed: Callable[[], bool] | None) -> Any:
+    def _attempt(
+        self, failure: str, action: Callable[[], Any], landed: Callable[[], bool] | None, *, counted: bool = True
+    ) -> Any:
         for attempt in range(WRITE_ATTEMPTS):
             try:
                 result = action()
@@ -666,7 +686,8 @@ class MemoryStore:
                     result = None
                 else:
                     continue
-            self._writes_since_compaction += 1
+            if counted:  # a write to the memories table, which compaction tidies
+                self._writes_since_compaction += 1
             return result
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -697,12 +718,14 @@ class MemoryStore:
             return
         data = self._to_arrow(records)
         first = build_filter(ids=[records[0].id]).sql  # an add commits every row or none
-        self._commit(
-            "write failed, nothing was stored",
-            lambda: self._table.add(data),
-            landed=lambda: self._table.count_rows(first) > 0,
-            change={"written": _written(records)},
-        )
+        with self._write_lock:
+            self._commit(
+                "write failed, nothing was stored",
+                lambda: self._table.add(data),
+                landed=lambda: self._table.count_rows(first) > 0,
+                change={"written": _written(records)},
+            )
+            self._forget_accesses([r.id for r in records])
         if len(records) >= BULK_ROWS:
             # Rows outside the full-text index are found by a slow scan until compaction folds
             # them in: after a bulk insert, let the next upkeep pass compact.
@@ -713,13 +736,15 @@ class MemoryStore:
         if not records:
             return
         data = self._to_arrow(records)
-        self._commit(
-            "update failed, nothing was changed",
-            lambda: (
-                self._table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
-            ),
-            change={"written": _written(records)},
-        )
+        with self._write_lock:
+            self._commit(
+                "update failed, nothing was changed",
+                lambda: (
+                    self._table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
+                ),
+                change={"written": _written(records)},
+            )
+            self._forget_accesses([r.id for r in records])
 
     def replace(self, new_records: Sequence[MemoryRecord], delete_ids: Sequence[str]) -> None:
         """Write `new_records` and delete `delete_ids` in a single commit.
@@ -735,21 +760,24 @@ class MemoryStore:
             self.delete_ids(deletions)
             return
         data = self._to_arrow(new_records)
-        self._commit(
-            "replace failed, nothing was changed",
-            lambda: (
-                self._table.merge_insert("id")
-                .when_matched_update_all()
-                .when_not_matched_insert_all()
-                .when_not_matched_by_source_delete(build_filter(ids=deletions).sql)
-                .execute(data)
-            ),
-            change={"written": _written(new_records), "removed": deletions},
-        )
+        with self._write_lock:
+            self._commit(
+                "replace failed, nothing was changed",
+                lambda: (
+                    self._table.merge_insert("id")
+                    .when_matched_update_all()
+                    .when_not_matched_insert_all()
+                    .when_not_matched_by_source_delete(build_filter(ids=deletions).sql)
+                    .execute(data)
+                ),
+                change={"written": _written(new_records), "removed": deletions},
+            )
+            self._forget_accesses([*(r.id for r in new_records), *deletions])
 
     def update_where(self, flt: Filter, values: dict[str, Any]) -> int:
+        where = self._where(flt)
         result = self._commit(
-            "update failed, nothing was changed", lambda: self._table.update(where=flt.sql, values=values)
+            "update failed, nothing was changed", lambda: self._table.update(where=where, values=values)
         )
         return int(getattr(result, "rows_updated", 0) or 0)
 
@@ -766,32 +794,93 @@ class MemoryStore:
                 ids = self._matching_ids(flt)
                 where = build_filter(ids=ids).sql if ids else None
             else:
-                ids = self._scan(flt.sql, ["id"]).column("id").to_pylist()
-                where = flt.sql
+                where = self._where(flt)
+                ids = self._scan(where, ["id"]).column("id").to_pylist()
             if not ids or where is None:
                 return []
             self._commit(
                 "delete failed, nothing was deleted", lambda: self._table.delete(where), change={"removed": ids}
             )
+            self._forget_accesses(ids)
         return ids
 
     def record_access(self, counts: dict[str, int], when: datetime | None = None) -> None:
-        """Bump access_count and last_accessed for many ids: one update per distinct count."""
-        when = (when or utc_now()).astimezone(timezone.utc).replace(tzinfo=None)
+        """Add recall accesses (id -> how many) and stamp last_accessed: into the access ledger
+        once the table has a vector index (see access_ledger), into the rows before that."""
+        wanted = {i: int(n) for i, n in counts.items() if is_uuid(i) and int(n) > 0}
+        if not wanted:
+            return
+        when = (when or utc_now()).astimezone(timezone.utc)
+        with self._write_lock:
+            if self._vector_index_ready():
+                self._ledger_accesses(wanted, when)
+            else:
+                self.fold_accesses()
+                self._row_accesses(wanted, when)
+
+    def _row_accesses(self, counts: dict[str, int], when: datetime) -> None:
+        """One update per distinct count."""
+        naive = when.replace(tzinfo=None)
+        stamp = f"CAST('{naive.isoformat(sep=' ', timespec='microseconds')}' AS TIMESTAMP)"
         by_count: dict[int, list[str]] = {}
         for memory_id, n in counts.items():
-            if is_uuid(memory_id):
-                by_count.setdefault(n, []).append(memory_id)
-        stamp = f"CAST('{when.isoformat(sep=' ', timespec='microseconds')}' AS TIMESTAMP)"
+            by_count.setdefault(n, []).append(memory_id)
+        for n, ids in by_count.items():
+            where = f"id IN ({', '.join(quote(i) for i in ids)})"
+            values = {"access_count": f"access_count + {int(n)}", "last_accessed": stamp}
+            self._commit(
+                "recording accesses failed",
+                lambda w=where, v=values: self._table.update(where=w, values_sql=v),
+                change={"moved": ids},
+            )
+
+    def _ledger_accesses(self, counts: dict[str, int], when: datetime) -> None:
+        entries = self._ledger.entries(exact=True)
+        unseen = [i for i in counts if i not in entries]
+        base: dict[str, int] = {}
+        if unseen:
+            rows = self._scan(build_filter(ids=unseen).sql, ["id", "access_count"])
+            base = dict(zip(rows.column("id").to_pylist(), rows.column("access_count").to_pylist()))
+        updates = {}
+        for memory_id, n in counts.items():
+            before = entries[memory_id].count if memory_id in entries else base.get(memory_id)
+            if before is not None:  # else deleted since the recall
+                updates[memory_id] = Access(int(before) + n, when)
+        self._attempt("recording accesses failed", lambda: self._ledger.write(updates), None, counted=False)
+        if self._ledger.needs_optimize():
+            self._attempt(
+                "tidying the access ledger failed", lambda: self._ledger.optimize(self._retention), None, counted=False
+            )
+        if len(self._ledger) > FOLD_FRACTION * max(self._table.count_rows(), 1):
+            self.fold_accesses()
+            # The fold deleted a tenth of the rows from their fragments: let the next upkeep
+            # pass compact, which rewrites those fragments without their deletion masks.
+            self._writes_since_compaction = max(self._writes_since_compaction, self._compact_threshold + 1)
+
+    def fold_accesses(self) -> None:
+        """Write the ledger's access counts into the memory rows (one commit) and clear it."""
         with self._write_lock:
-            for n, ids in by_count.items():
-                where = f"id IN ({', '.join(quote(i) for i in ids)})"
-                values = {"access_count": f"access_count + {int(n)}", "last_accessed": stamp}
-                self._commit(
-                    "recording accesses failed",
-                    lambda w=where, v=values: self._table.update(where=w, values_sql=v),
-                    change={"moved": ids},
-                )
+            entries = self._ledger.entries(exact=True)
+            if not entries:
+                return
+            ids = list(entries)
+            data = accesses_table(ids, [entries[i] for i in ids])
+            self._commit(
+                "writing access counts failed, nothing was changed",
+                lambda: self._table.merge_insert("id").when_matched_update_all().execute(data),
+                change={"moved": ids},
+            )
+            self._forget_accesses(ids)
+
+    def _forget_accesses(self, ids: Sequence[str]) -> None:
+        """Drop ledger entries of rows just written with their access values, or deleted
+        (under the write lock, after the commit that made them redundant)."""
+        try:
+            self._attempt("clearing the access ledger failed", lambda: self._ledger.drop(ids), None, counted=False)
+        except StorageError as exc:
+            # The memory write landed. An entry left behind still holds the row's current
+            # values unless the row was replaced from outside (import), where it is now stale.
+            log.warning("%s", exc)
 
     # ---- maintenance -------------------------------------------------------------------
 
@@ -820,6 +909,8 @@ class MemoryStore:
                 raise
             self._writes_since_compaction = 0
             self._exact.rebased(before, self._table.version)
+            if self._ledger.entries(exact=True) and not self._vector_index_ready():
+                self.fold_accesses()  # no index to protect (any more): keep the counts in the rows
         self._ensure_fts_index()
         self._maintain_indexes()
         self._reconnect()
@@ -837,6 +928,10 @@ class MemoryStore:
             log.warning("could not reopen the memory store after compaction: %s", exc)
             return
         self._db, self._table = db, table
+        try:
+            self._ledger.reconnect(db)
+        except Exception as exc:  # noqa: BLE001 - the old handle still works
+            log.warning("could not reopen the access ledger: %s", exc)
 
     # ---- approximate vector index --------------------------------------------------------
 
@@ -937,7 +1032,7 @@ class MemoryStore:
         terms = match_text(text)
         if not terms:
             return []
-        where = flt.sql if flt else None
+        where = self._where(flt)
         if flt is not None and flt.metadata:
             ids = self._matching_ids(flt)
             if not ids:
@@ -953,7 +1048,8 @@ class MemoryStore:
         except Exception as exc:
             raise StorageError(f"keyword search failed: {exc}") from exc
         scores = [float(s) for s in table.column("_score").to_pylist()]
-        return list(zip(_rows_to_records(table.drop_columns(["_score"])), scores, strict=True))
+        records = self._with_accesses(_rows_to_records(table.drop_columns(["_score"])))
+        return list(zip(records, scores, strict=True))
 
 
 # Native LanceDB full-text index (not tantivy). "icu/split" segments CJK and Thai text into
