@@ -17,6 +17,7 @@ store's write lock, so its writers never race each other.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -27,6 +28,8 @@ from typing import Any
 import pyarrow as pa
 
 from .filters import quote
+
+log = logging.getLogger(__name__)
 
 LEDGER_TABLE = "access_ledger"
 # Folding this share of a table's rows into it deletes as many rows in its fragments, which
@@ -104,9 +107,16 @@ class AccessLedger:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def _readable_entries(self) -> dict[str, Access]:
+        try:
+            return self.entries()
+        except Exception as exc:  # noqa: BLE001 - counts are bookkeeping; the memories still read
+            log.warning("could not read the access ledger, access counts may be behind: %s", exc)
+            return {}
+
     def apply(self, records: Iterable[Any]) -> None:
         """Lay the ledger's values over records just read from the memories table."""
-        entries = self.entries()
+        entries = self._readable_entries()
         if not entries:
             return
         for record in records:
@@ -117,7 +127,7 @@ class AccessLedger:
 
     def apply_arrow(self, table: pa.Table) -> pa.Table:
         """The same over an Arrow scan (export) that has an id column."""
-        entries = self.entries()
+        entries = self._readable_entries()
         wanted = [name for name in ACCESS_COLUMNS if name in table.column_names]
         if not entries or not wanted or "id" not in table.column_names:
             return table
