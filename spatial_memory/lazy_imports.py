@@ -13,6 +13,8 @@ from __future__ import annotations
 import importlib.util
 import logging
 import sys
+import threading
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -47,3 +49,43 @@ def prepare_lancedb_import() -> None:
         defer_package_init(REST_CLIENT_PACKAGE)
     except Exception:  # noqa: BLE001 - an ordinary (slower) import is always fine
         log.debug("could not defer %s", REST_CLIENT_PACKAGE, exc_info=True)
+
+
+_heavy_imported = False
+_heavy_lock = threading.RLock()
+
+
+def import_heavy_modules() -> None:
+    """Import numpy, pyarrow and LanceDB once, in one thread at a time, before any thread uses them.
+
+    Two threads importing pyarrow at once (the warm-up opening the store while a tool call
+    imports pyarrow.compute) can deadlock on the package's and its C extension's import locks;
+    Python breaks the deadlock by handing one thread the half-initialized module: "cannot
+    import name 'BuildInfo' from partially initialized module 'pyarrow.lib'" (seen on a fresh
+    install, where nothing is byte-compiled yet and imports are slow). Every tool call and the
+    store's opening come through here first; after the first time it is one flag check."""
+    global _heavy_imported
+    if _heavy_imported:
+        return
+    with _heavy_lock:
+        if _heavy_imported:
+            return
+        import numpy  # noqa: F401
+        import pyarrow  # noqa: F401
+        import pyarrow.compute  # noqa: F401
+
+        prepare_lancedb_import()
+        import lancedb  # noqa: F401
+
+        _heavy_imported = True
+
+
+def import_locked(name: str) -> Any:
+    """`importlib.import_module(name)`, never while another thread imports through here: for the
+    big optional imports of a tool (scikit-learn, UMAP, which imports scikit-learn) that a
+    warm-up thread and a request may start at the same time."""
+    module = sys.modules.get(name)
+    if module is not None and not getattr(getattr(module, "__spec__", None), "_initializing", False):
+        return module
+    with _heavy_lock:
+        return importlib.import_module(name)

@@ -65,6 +65,9 @@ class Resources:
         if self._store is None:
             with self._store_lock:
                 if self._store is None:
+                    from .lazy_imports import import_heavy_modules
+
+                    import_heavy_modules()
                     from .indexing import IndexPolicy
                     from .store import MemoryStore
 

@@ -25,6 +25,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from .cancellation import request_scope
 from .errors import SpatialMemoryError
 from .handshake import Handover, HandshakeCache, Recorder
+from .lazy_imports import import_heavy_modules
 from .validation import argument_problem
 
 log = logging.getLogger("spatial_memory.tools")
@@ -80,7 +81,16 @@ async def _heartbeat(ctx: Context, message: str) -> None:
         elapsed += 1
 
 
+def _after_heavy_imports(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def run(app: Any) -> Any:
+        import_heavy_modules()  # never two threads importing pyarrow at once (see there)
+        return fn(app)
+
+    return run
+
+
 async def _run_with_progress(fn: Callable[[Any], Any], app: Any, ctx: Context, progress: str | None) -> Any:
+    fn = _after_heavy_imports(fn)
     if progress is None:
         return await anyio.to_thread.run_sync(fn, app, abandon_on_cancel=True)
     outcome: Any = None

@@ -6,6 +6,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 SCRIPT = textwrap.dedent(
     """
     import sys, tempfile
@@ -38,3 +40,34 @@ def test_deferring_an_imported_or_missing_package_does_nothing():
 
     assert defer_package_init("json") is False
     assert defer_package_init("no_such_package_here_at_all") is False
+
+
+@pytest.mark.anyio
+async def test_tool_calls_import_the_heavy_modules_before_running(client, monkeypatch):
+    """Two threads importing pyarrow at once can leave one with a half-initialized module
+    (seen on a fresh install: the warm-up opening the store while `stats` imported
+    pyarrow.compute); every tool call first goes through the one-at-a-time import."""
+    import threading
+
+    from spatial_memory import toolkit
+    from spatial_memory.services.memory import MemoryService
+
+    order: list[tuple[str, str]] = []
+    original = MemoryService.stats
+    monkeypatch.setattr(
+        toolkit, "import_heavy_modules", lambda: order.append(("imports", threading.current_thread().name))
+    )
+    monkeypatch.setattr(MemoryService, "stats", lambda self, **kw: order.append(("tool", "")) or original(self, **kw))
+    result = await client.call_tool("stats", {})
+    assert not result.is_error
+    assert [step for step, _ in order] == ["imports", "tool"]
+    assert order[0][1] != threading.current_thread().name  # in the worker thread, not on the event loop
+
+
+def test_import_locked_returns_the_module():
+    import json
+
+    from spatial_memory.lazy_imports import import_locked
+
+    assert import_locked("json") is json
+    assert import_locked("sklearn.cluster").HDBSCAN.__name__ == "HDBSCAN"

@@ -62,8 +62,9 @@ def cluster_vectors(vectors: np.ndarray, min_cluster_size: int, *, random_state:
             embedding=unit,
         )
 
-    from sklearn.cluster import HDBSCAN
+    from ..lazy_imports import import_locked
 
+    HDBSCAN = import_locked("sklearn.cluster").HDBSCAN  # noqa: N806 - the class
     min_samples = min(int(min_cluster_size), _MAX_MIN_SAMPLES)
     model = HDBSCAN(
         min_cluster_size=int(min_cluster_size),

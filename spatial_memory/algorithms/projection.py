@@ -43,8 +43,9 @@ def project(
 def _umap_layout(
     unit: np.ndarray, n_components: int, random_state: int, n_neighbors: int, min_dist: float
 ) -> np.ndarray:
-    import umap
+    from ..lazy_imports import import_locked
 
+    umap = import_locked("umap")
     # We pass no NNDescent index on purpose (no .transform needed); UMAP warns
     # about that on every fit. Targeted filter: catch_warnings is not thread-safe.
     warnings.filterwarnings("ignore", message=r"precomputed_knn\[2\]", category=UserWarning, module="umap")
