@@ -305,3 +305,75 @@ def test_sigkill_during_compaction_and_cleanup(tmp_path):
         f"\n{kills} SIGKILLs during write/compact/cleanup cycles: {len(batches)} acknowledged batches, "
         f"{len(forgotten)} forgets, {len(present)} rows intact"
     )
+
+
+def test_sigkill_during_access_bookkeeping_on_an_indexed_store(tmp_path):
+    """On a table with its vector index, recall's access counts live in the access ledger and
+    are folded into the rows when a filter reads them. Kills during recalls, the ledger writes
+    that follow, exports (which flush first) and folds: the store opens, no memory is lost or
+    changed, and no count ever goes down (a fold is written before the ledger is cleared, with
+    absolute values, so a kill between the two counts nothing twice and loses nothing)."""
+    import numpy as np
+
+    from spatial_memory.indexing import IndexPolicy, vector_index_rows
+    from spatial_memory.records import MemoryRecord, new_id
+    from spatial_memory.store import MemoryStore
+    from tests.conftest import HashEmbedder
+
+    from .reliability import FAKE_DIM, FAKE_MODEL_ID
+
+    seed = int(os.environ.get("SPATIAL_MEMORY_CRASH_SEED", random.randrange(10**6)))
+    rng = random.Random(seed)
+    store = new_store(tmp_path, "store")
+    embedder = HashEmbedder(FAKE_DIM)
+    contents = [f"note {i} about subject{i % 11} and item{i % 97}" for i in range(1_200)]
+    direct = MemoryStore(
+        store / "lancedb", FAKE_MODEL_ID, FAKE_DIM, index_policy=IndexPolicy(1_000, scalar_index_threshold=1_000)
+    )
+    vectors = embedder.embed_documents(contents)
+    direct.add([MemoryRecord(id=new_id(), content=c, vector=np.asarray(v)) for c, v in zip(contents, vectors)])
+    direct.compact()
+    assert vector_index_rows(direct._table) == len(contents)
+    original = {r.id: r.content for r in direct.scan()}
+    del direct
+    env = {**ENV, "SPATIAL_MEMORY_VECTOR_INDEX_THRESHOLD": "1000", "SPATIAL_MEMORY_COMPACT_FRAGMENT_THRESHOLD": "24"}
+    counts: dict[str, int] = {}
+    ledger_seen = in_rows = 0
+    outcomes: Counter[str] = Counter()
+    deadline = time.monotonic() + budget(20)
+    rounds = 0
+    while time.monotonic() < deadline or rounds < 6:
+        rounds += 1
+        with RawServer(store, **env) as server:
+            server.initialize()
+            for _ in range(rng.randint(3, 12)):
+                server.ok("recall", {"query": f"subject{rng.randrange(11)} item{rng.randrange(97)}", "limit": 10})
+            last = rng.choice(["recall", "export", "fold"])
+            if last == "export":
+                request = server.call_id("export_memories", {"output_path": f"round-{rounds}.json"})
+            elif last == "fold":  # a filter on access_count folds the ledger into the rows first
+                request = server.call_id("recall", {"query": "note", "filters": {"access_count": {"gte": 1}}})
+            else:
+                request = server.call_id("recall", {"query": f"subject{rng.randrange(11)}", "limit": 10})
+            # Half the kills land inside the call, half around the background ledger write that
+            # follows a pause of 0.25 s after the last call.
+            time.sleep(rng.uniform(0.0, 0.05) if rng.random() < 0.5 else rng.uniform(0.2, 0.5))
+            server.kill()
+            outcomes[f"{last}{' (answered)' if request in server._responses else ''}"] += 1
+        opened = open_store(store)
+        records = opened.scan()
+        assert {r.id: r.content for r in records} == original, f"round {rounds}, seed {seed}: memories changed"
+        now = {r.id: r.access_count for r in records}
+        dropped = {i: (counts[i], now[i]) for i in counts if now[i] < counts[i]}
+        assert not dropped, f"round {rounds}, seed {seed}: counts went down {list(dropped.items())[:3]}"
+        counts = now
+        ledger_seen = max(ledger_seen, len(opened._ledger.entries(exact=True)))
+        in_rows = max(in_rows, sum(opened._table.to_arrow().column("access_count").to_pylist()))
+        del opened
+    # Both paths were exercised: counts sat in the ledger, and folds wrote counts into rows.
+    assert ledger_seen > 0 and in_rows > 0, (ledger_seen, in_rows, outcomes)
+    with RawServer(store, **env) as server:
+        server.initialize()
+        assert server.ok("stats", {})["total_memories"] == len(original)
+        assert server.ok("recall", {"query": "subject3", "filters": {"access_count": {"gte": 1}}})["memories"]
+    print(f"seed {seed}: {rounds} kills {dict(outcomes)}, {sum(counts.values())} accesses counted")
