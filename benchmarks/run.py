@@ -202,8 +202,8 @@ ANN_CHECK_FROM = 100_000  # sizes served by the approximate index
 
 def vector_index_state(store: Path) -> str:
     """The vector index as the run found or left it: which build, its segments, and the rows
-    it does not cover. Recall bookkeeping rewrites rows, and upkeep may rebuild the index in
-    the middle of a run (19 minutes of CPU at 1M), so a large-size row says which it saw."""
+    it does not cover. A write during the run, or an index rebuild upkeep starts (19 minutes
+    of CPU at 1M), would change it, so a large-size row says which index it measured."""
     from spatial_memory.indexing import vector_index
     from spatial_memory.store import _connect
 
