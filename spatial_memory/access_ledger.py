@@ -156,7 +156,7 @@ class AccessLedger:
                 except (ValueError, OSError):  # created by another process since we looked
                     self._table = self._db.open_table(LEDGER_TABLE)
         self._table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
-        self._committed(lambda entries: entries.update(updates))
+        self._committed(updated=updates)
 
     def drop(self, ids: Iterable[str]) -> list[str]:
         """Forget the entries of these ids (rows just rewritten or deleted); returns those dropped."""
@@ -169,20 +169,16 @@ class AccessLedger:
         everything = len(gone) == len(entries)
         where = "true" if everything else f"id IN ({', '.join(quote(i) for i in gone)})"
         self._table.delete(where)
-
-        def forget(current: dict[str, Access]) -> None:
-            for i in gone:
-                current.pop(i, None)
-
-        self._committed(forget)
+        self._committed(removed=gone)
         return gone
 
-    def _committed(self, change: Any) -> None:
+    def _committed(self, *, updated: dict[str, Access] | None = None, removed: Sequence[str] = ()) -> None:
         """Bring the in-memory copy to the commit just made instead of re-reading the table
         (nobody else can have committed in between: writers hold the store lock)."""
         with self._lock:
-            entries = dict(self._entries)
-            change(entries)
+            entries = {**self._entries, **(updated or {})}
+            for i in removed:
+                entries.pop(i, None)
             self._entries = entries
             self._version = self._table.version
             self._writes += 1

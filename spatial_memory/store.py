@@ -909,7 +909,7 @@ class MemoryStore:
                 raise
             self._writes_since_compaction = 0
             self._exact.rebased(before, self._table.version)
-            if self._ledger.entries(exact=True) and not self._vector_index_ready():
+            if not self._vector_index_ready():
                 self.fold_accesses()  # no index to protect (any more): keep the counts in the rows
         self._ensure_fts_index()
         self._maintain_indexes()
