@@ -49,9 +49,13 @@ def success(result: pydantic.BaseModel) -> CallToolResult:
 
 
 def failure(error_type: str, message: str) -> CallToolResult:
+    """An isError result whose text is the typed JSON body `{"error", "message", "isError"}`.
+
+    No structuredContent: clients built on the TypeScript SDK validate structuredContent against the
+    tool's outputSchema even when isError is set, and would throw away the message."""
     message = message.encode("utf-8", "replace").decode("utf-8")  # an echoed lone surrogate cannot be sent
     data = {"error": error_type, "message": message, "isError": True}
-    return CallToolResult(content=[TextContent(type="text", text=_json(data))], structured_content=data, is_error=True)
+    return CallToolResult(content=[TextContent(type="text", text=_json(data))], is_error=True)
 
 
 def internal_failure(where: str) -> CallToolResult:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -112,6 +113,10 @@ async def model_client(settings: Settings, real_embedder) -> AsyncIterator:
 
 
 def data(result) -> dict:
-    """Structured content of a tool result (errors included)."""
+    """The JSON body of a tool result: its structured content, or for an error the typed body in its text
+    (errors carry no structured content, which TypeScript clients would validate against the output schema)."""
+    if result.is_error:
+        assert result.structured_content is None, result
+        return json.loads(result.content[0].text)
     assert result.structured_content is not None, result
     return result.structured_content

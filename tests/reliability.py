@@ -205,10 +205,7 @@ class RawServer:
         answer = self.wait(request_id, timeout)
         if "error" in answer:
             raise RuntimeError(f"JSON-RPC error: {answer['error']}")
-        result = answer["result"]
-        data = dict(result.get("structuredContent") or {})
-        data["isError"] = bool(result.get("isError"))
-        return data
+        return wire_body(answer["result"])
 
     def call(self, name: str, arguments: dict, timeout: float = 120.0) -> dict:
         return self.result(self.call_id(name, arguments), timeout)
@@ -270,3 +267,15 @@ def assert_typed(data: dict, *, allow_internal: bool = False) -> None:
         assert "Traceback" not in data["message"], data
         if not allow_internal:
             assert data["error"] != "InternalError", data
+
+
+def wire_body(result: dict) -> dict:
+    """The JSON body of a tools/call result as it came over the wire, plus isError: the structured
+    content of a success, or the typed body an error carries as text (errors have no structuredContent)."""
+    if result.get("isError"):
+        assert "structuredContent" not in result, result
+        data = json.loads(result["content"][0]["text"])
+    else:
+        data = dict(result.get("structuredContent") or {})
+    data["isError"] = bool(result.get("isError"))
+    return data

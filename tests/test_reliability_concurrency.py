@@ -21,6 +21,7 @@ from spatial_memory.errors import StorageError
 from spatial_memory.records import MemoryRecord, utc_now
 from spatial_memory.store import LOCK_FILE, MemoryStore
 
+from .conftest import data as data_of
 from .reliability import budget, bundled_models, new_store, open_store, stdio_transport  # noqa: F401
 
 pytestmark = pytest.mark.anyio
@@ -130,7 +131,7 @@ async def _call(client, ledger: Ledger, name: str, args: dict, *, attempts: int 
     for _ in range(attempts):
         ledger.calls += 1
         result = await client.call_tool(name, args)
-        data = result.structured_content or {}
+        data = data_of(result)
         if not result.is_error:
             return data
         if data.get("error") == "StorageError" and "retry" in data.get("message", ""):

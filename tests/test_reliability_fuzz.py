@@ -24,7 +24,8 @@ from spatial_memory.server import create_server
 from spatial_memory.validation import argument_problem
 
 from .conftest import HashEmbedder
-from .reliability import RawServer, assert_typed, budget, new_store, open_store
+from .conftest import data as data_of
+from .reliability import RawServer, assert_typed, budget, new_store, open_store, wire_body
 
 warnings.filterwarnings("ignore", module="hypothesis_jsonschema")
 
@@ -194,7 +195,7 @@ class Session:
             self.outcomes["refused by the client"] = self.outcomes.get("refused by the client", 0) + 1
             return
         self.calls += 1
-        data = result.structured_content
+        data = data_of(result)
         assert isinstance(data, dict), result
         text = result.content[0].text
         assert "Traceback" not in text
@@ -325,8 +326,7 @@ def test_hostile_bytes_over_stdio(tmp_path):
             answered += 1
             assert "Traceback" not in json.dumps(answer)
             if "result" in answer:
-                data = answer["result"].get("structuredContent") or {}
-                assert_typed({**data, "isError": answer["result"].get("isError")})
+                assert_typed(wire_body(answer["result"]))
                 if not answer["result"].get("isError") and name == "remember":
                     expected += 1
             else:
@@ -361,7 +361,7 @@ def test_hostile_bytes_over_stdio(tmp_path):
                 calls += 1
                 if "result" in answer:
                     result = answer["result"]
-                    assert_typed({**(result.get("structuredContent") or {}), "isError": result.get("isError")})
+                    assert_typed(wire_body(result))
                     if not result.get("isError") and name in COUNT_CHANGE:
                         expected += COUNT_CHANGE[name](result["structuredContent"])
                 else:  # e.g. a lone surrogate hypothesis put in a string: a parse error, answered

@@ -11,6 +11,7 @@ import time
 import pytest
 
 from .conftest import data
+from .reliability import wire_body
 
 pytestmark = [pytest.mark.anyio, pytest.mark.model]
 
@@ -106,7 +107,7 @@ def test_stdout_carries_only_protocol(tmp_path):
     assert responses[2]["result"]["tools"]
     assert responses[3]["result"]["isError"] is False
     assert responses[4]["result"]["isError"] is True
-    assert responses[4]["result"]["structuredContent"]["error"] == "ValidationError"
-    assert responses[5]["result"]["structuredContent"]["error"] == "MemoryNotFoundError"
+    assert wire_body(responses[4]["result"])["error"] == "ValidationError"
+    assert wire_body(responses[5]["result"])["error"] == "MemoryNotFoundError"
     assert "Traceback" not in json.dumps(responses)
     assert proc.returncode == 0, stderr
