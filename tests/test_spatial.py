@@ -199,8 +199,7 @@ async def test_visualize_formats_and_browser_checks(model_client, tmp_path):
     mermaid = data(await model_client.call_tool("visualize", {**args, "format": "mermaid"}))["output"]
     assert mermaid.startswith("flowchart")
 
-    if browser.chromium() is None:
-        pytest.fail("chromium is required for the rendering checks (.ci/run installs it)")
+    browser.require_chromium()
     page = tmp_path / "map.svg"
     page.write_text(svg)
     png = tmp_path / "map.png"

