@@ -1,0 +1,229 @@
+// Drives an MCP stdio server with the official TypeScript SDK client, the way Claude Desktop,
+// Claude Code and the MCP Inspector do, for tests/test_interop_typescript.py.
+//
+//   node driver.mjs scenario.json     run a whole scenario, print one JSON line per step
+//   node driver.mjs < lines           the first stdin line is the header, every later line a step;
+//                                     each answer line is printed as soon as the step finishes
+//
+// Header / scenario: {"server": {"command", "args", "env", "cwd"}, "timeoutMs"?, "steps"?: [...]}.
+// The server's stderr goes to this process's stderr.
+//
+// Steps:
+//   {"call": "<tool>", "arguments": {...}, "progress"?: true, "timeoutMs"?: n}
+//        client.callTool with the SDK's own output-schema validation; with "progress", an
+//        onprogress handler (so the request carries a progressToken) records every notification
+//   {"list": "tools" | "resources" | "resourceTemplates" | "prompts"}   every page
+//   {"read": "<uri>"}                        client.readResource
+//   {"prompt": "<name>", "arguments": {...}}  client.getPrompt
+//   {"ping": true}
+//
+// References to earlier steps (0-based, in step order): a string that is exactly "$N.path" is
+// replaced by that value (any JSON type), and "{{N.path}}" inside a string by its text. The path
+// (dot-separated, numbers index arrays) is looked up in step N's structuredContent for a tool
+// call, in its result otherwise; "$0.id" is the id a remember at step 0 returned. A string that
+// starts with "$$" stands for itself minus the first "$".
+//
+// Output: first {"connected": true, "serverInfo", "capabilities", "instructions", "tools"}
+// (tools/list is always called first, as real clients do: it is what arms the client's
+// output-schema validators), then per step {"index", "step", "ok": true, "result", ...} or
+// {"index", "step", "ok": false, "error": {"name", "message", "code", "data"}}. A failure to
+// connect prints {"fatal": ...} and exits 1.
+
+import { readFileSync } from "node:fs";
+import { createInterface } from "node:readline";
+
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+
+const DEFAULT_TIMEOUT_MS = 300_000;
+
+function emit(object) {
+  process.stdout.write(JSON.stringify(object) + "\n");
+}
+
+function describeError(error) {
+  if (error instanceof Error) {
+    return {
+      name: error.name,
+      message: error.message,
+      code: error.code ?? null,
+      data: error.data ?? null,
+    };
+  }
+  return { name: typeof error, message: String(error), code: null, data: null };
+}
+
+class UnresolvedReference extends Error {
+  constructor(message) {
+    super(message);
+    this.name = "UnresolvedReference";
+  }
+}
+
+function lookup(outputs, reference) {
+  const [head, ...path] = reference.split(".");
+  const index = Number(head);
+  const output = outputs[index];
+  if (!Number.isInteger(index) || output === undefined) {
+    throw new UnresolvedReference(`reference ${reference}: no step ${head} before this one`);
+  }
+  if (!output.ok) {
+    throw new UnresolvedReference(`reference ${reference}: step ${head} failed`);
+  }
+  let value = output.result?.structuredContent ?? output.result;
+  for (const key of path) {
+    if (value === null || typeof value !== "object" || !(key in value)) {
+      throw new UnresolvedReference(`reference ${reference}: no ${key} in step ${head}'s result`);
+    }
+    value = value[key];
+  }
+  return value;
+}
+
+function substitute(value, outputs) {
+  if (typeof value === "string") {
+    if (value.startsWith("$$")) return value.slice(1); // "$$5.00" is the literal "$5.00"
+    const whole = /^\$(\d+(?:\.[^.]+)*)$/.exec(value);
+    if (whole) return lookup(outputs, whole[1]);
+    return value.replace(/\{\{(\d+(?:\.[^.}]+)*)\}\}/g, (_, reference) => {
+      const found = lookup(outputs, reference);
+      return typeof found === "string" ? found : JSON.stringify(found);
+    });
+  }
+  if (Array.isArray(value)) return value.map((item) => substitute(item, outputs));
+  if (value !== null && typeof value === "object") {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, substitute(v, outputs)]));
+  }
+  return value;
+}
+
+async function allPages(fetchPage, key) {
+  const items = [];
+  let cursor;
+  let pages = 0;
+  do {
+    const page = await fetchPage(cursor === undefined ? undefined : { cursor });
+    items.push(...page[key]);
+    cursor = page.nextCursor;
+    pages += 1;
+  } while (cursor !== undefined && pages < 100);
+  return { [key]: items, pages };
+}
+
+async function runStep(client, step, outputs, defaultTimeout) {
+  const resolved = substitute(step, outputs);
+  const timeout = resolved.timeoutMs ?? defaultTimeout;
+  const options = { timeout, maxTotalTimeout: timeout };
+  const extra = {};
+  let result;
+  if (resolved.call !== undefined) {
+    const progress = [];
+    if (resolved.progress) {
+      options.onprogress = (notification) => progress.push(notification);
+      extra.progress = progress;
+    }
+    // The SDK's own validation against the tool's outputSchema happens inside callTool.
+    extra.outputSchemaValidated = Boolean(client.getToolOutputValidator(resolved.call));
+    result = await client.callTool({ name: resolved.call, arguments: resolved.arguments ?? {} }, undefined, options);
+  } else if (resolved.list !== undefined) {
+    const kinds = {
+      tools: [(p) => client.listTools(p, options), "tools"],
+      resources: [(p) => client.listResources(p, options), "resources"],
+      resourceTemplates: [(p) => client.listResourceTemplates(p, options), "resourceTemplates"],
+      prompts: [(p) => client.listPrompts(p, options), "prompts"],
+    };
+    const kind = kinds[resolved.list];
+    if (kind === undefined) throw new Error(`unknown list kind ${resolved.list}`);
+    result = await allPages(...kind);
+  } else if (resolved.read !== undefined) {
+    result = await client.readResource({ uri: resolved.read }, options);
+  } else if (resolved.prompt !== undefined) {
+    result = await client.getPrompt({ name: resolved.prompt, arguments: resolved.arguments ?? {} }, options);
+  } else if (resolved.ping !== undefined) {
+    result = await client.ping(options);
+  } else {
+    throw new Error(`unknown step ${JSON.stringify(step)}`);
+  }
+  return { result, ...extra };
+}
+
+async function connect(header) {
+  const server = header.server;
+  const transport = new StdioClientTransport({
+    command: server.command,
+    args: server.args ?? [],
+    env: server.env,
+    cwd: server.cwd,
+    stderr: "inherit",
+  });
+  const client = new Client({ name: "spatial-memory-interop-test", version: "1.0.0" }, { capabilities: {} });
+  await client.connect(transport, { timeout: header.timeoutMs ?? DEFAULT_TIMEOUT_MS });
+  const tools = await allPages((p) => client.listTools(p), "tools");
+  emit({
+    connected: true,
+    serverInfo: client.getServerVersion(),
+    capabilities: client.getServerCapabilities(),
+    instructions: client.getInstructions() ?? null,
+    tools,
+  });
+  return client;
+}
+
+async function* stepsFrom(header, lines) {
+  if (header.steps) {
+    yield* header.steps;
+    return;
+  }
+  while (true) {
+    const { value, done } = await lines.next();
+    if (done) return;
+    if (value.trim()) yield JSON.parse(value);
+  }
+}
+
+async function exit(code) {
+  // Let stdout drain first: writes to a pipe are asynchronous on some platforms.
+  await new Promise((resolve) => process.stdout.write("", resolve));
+  process.exit(code);
+}
+
+async function main() {
+  let header;
+  let lines;
+  if (process.argv[2]) {
+    header = JSON.parse(readFileSync(process.argv[2], "utf8"));
+  } else {
+    lines = createInterface({ input: process.stdin, crlfDelay: Infinity })[Symbol.asyncIterator]();
+    const first = await lines.next();
+    if (first.done) throw new Error("no header line on stdin");
+    header = JSON.parse(first.value);
+  }
+  const defaultTimeout = header.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  let client;
+  try {
+    client = await connect(header);
+  } catch (error) {
+    emit({ fatal: describeError(error) });
+    await exit(1);
+  }
+  const outputs = [];
+  let index = 0;
+  for await (const step of stepsFrom(header, lines)) {
+    let output;
+    try {
+      output = { index, step, ok: true, ...(await runStep(client, step, outputs, defaultTimeout)) };
+    } catch (error) {
+      output = { index, step, ok: false, error: describeError(error) };
+    }
+    outputs.push(output);
+    emit(output);
+    index += 1;
+  }
+  await client.close();
+  await exit(0);
+}
+
+main().catch(async (error) => {
+  emit({ fatal: describeError(error) });
+  await exit(1);
+});
