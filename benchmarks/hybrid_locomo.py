@@ -97,8 +97,9 @@ def main() -> None:
     args = parser.parse_args()
 
     from spatial_memory.config import Settings
-    from spatial_memory.runtime import Resources
-    from spatial_memory.services.memory import MemoryService, NewMemory
+    from spatial_memory.runtime.resources import Resources
+    from spatial_memory.services.memory import MemoryService
+    from spatial_memory.storage.records import NewMemory
 
     conversations = locomo.load(args.path)
     if args.conversations:

@@ -81,7 +81,9 @@ def _prog() -> str:
 
 
 def _serve_command(args: argparse.Namespace) -> None:
-    serve()
+    from .runtime.shutdown import serve_then_exit
+
+    serve_then_exit(serve)
 
 
 def serve() -> None:
@@ -108,7 +110,7 @@ def serve() -> None:
     if settings.fast_handshake and stdio_pipes.pipes_on_stdio():
         _serve_with_fast_handshake(settings)
     else:
-        from .server import create_server
+        from .server.app import create_server
 
         create_server(settings).run("stdio")
 
@@ -122,13 +124,13 @@ def _serve_with_fast_handshake(settings) -> None:
     from .stdio_pipes import claim_wire
 
     wire_in, wire_out = claim_wire()
-    cache = HandshakeCache(settings.handshake_cache_dir, fingerprint())
+    cache = HandshakeCache(settings.handshake_cache_dir, fingerprint(settings))
     loaded: dict = {}
     ready = threading.Event()
 
     def load() -> None:
         try:
-            from .server import create_server
+            from .server.app import create_server
 
             loaded["server"] = create_server(settings)
         except BaseException as exc:  # noqa: BLE001 - re-raised on the main thread

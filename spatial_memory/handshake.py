@@ -22,11 +22,14 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .config import Settings
 
 log = logging.getLogger(__name__)
 
-# Requests whose answers depend only on the build, the SDK and the settings.
+# Requests whose answers depend only on the build, the SDK and the settings in the fingerprint.
 CACHEABLE_METHODS = ("initialize", "server/discover", "tools/list")
 # Of those, the ones that change the SDK session's state: replayed to it on handover.
 STATEFUL_METHODS = ("initialize",)
@@ -49,12 +52,16 @@ def cache_key(message: Any) -> str | None:
     return json.dumps([method, params or {}], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def fingerprint() -> str:
-    """This build's code, the installed SDK and the Python version. Not the settings: no answer
-    cached here depends on them (tests/test_handshake.py checks that)."""
+def fingerprint(settings: Settings) -> str:
+    """This build's code, the installed SDK, the Python version and the settings the answers
+    depend on (the limits in the tool schemas: tests/test_handshake.py checks that no other
+    setting changes an answer)."""
+    from .limits import SCHEMA_SETTINGS
+
     digest = hashlib.sha256(sys.version.encode())
+    digest.update(json.dumps({name: getattr(settings, name) for name in SCHEMA_SETTINGS}, sort_keys=True).encode())
     package = Path(__file__).resolve().parent
-    sources = [package / "__init__.py"]
+    sources = []
     for name in ("mcp", "mcp_types"):
         try:
             import importlib.util
@@ -64,11 +71,10 @@ def fingerprint() -> str:
             spec = None
         if spec is not None and spec.origin:
             sources.append(Path(spec.origin))
-    for directory in (package, package / "services"):
-        try:
-            sources += sorted(p for p in directory.iterdir() if p.suffix == ".py")
-        except OSError:
-            pass
+    try:  # every module of the package: a moved or renamed file changes the fingerprint too
+        sources += sorted(package.rglob("*.py"))
+    except OSError:
+        pass
     for path in sources:
         try:
             st = path.stat()

@@ -96,7 +96,7 @@ def real_embedder():
 async def client(settings: Settings, fake_embedder: HashEmbedder) -> AsyncIterator:
     from mcp import Client
 
-    from spatial_memory.server import create_server
+    from spatial_memory.server.app import create_server
 
     async with Client(create_server(settings, embedder=fake_embedder)) as c:
         yield c
@@ -106,7 +106,7 @@ async def client(settings: Settings, fake_embedder: HashEmbedder) -> AsyncIterat
 async def model_client(settings: Settings, real_embedder) -> AsyncIterator:
     from mcp import Client
 
-    from spatial_memory.server import create_server
+    from spatial_memory.server.app import create_server
 
     async with Client(create_server(settings, embedder=real_embedder)) as c:
         yield c

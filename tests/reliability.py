@@ -91,7 +91,7 @@ def bundled_models(tmp_path_factory) -> Path:
 
 def open_store(store: Path, *, fake: bool = True):
     """Open the store directly, as a restarted server would (raises if it does not open cleanly)."""
-    from spatial_memory.store import MemoryStore
+    from spatial_memory.storage.store import MemoryStore
 
     if fake:
         return MemoryStore(store / "lancedb", FAKE_MODEL_ID, FAKE_DIM)

@@ -3,7 +3,7 @@
     PYTHONPATH=<repo> python -m tests.reliability_server
 
 Everything but the embedding model is the shipped server (`spatial_memory.cli.main` minus the
-model): settings from SPATIAL_MEMORY_* variables, logs on stderr, the protocol on stdout. The
+model and the handshake cache; the same clean exit): settings from SPATIAL_MEMORY_* variables, logs on stderr, the protocol on stdout. The
 tests that must exercise the bundled model start `python -m spatial_memory` instead.
 """
 
@@ -15,14 +15,15 @@ import sys
 
 def main() -> None:
     from spatial_memory.config import Settings
-    from spatial_memory.server import create_server
+    from spatial_memory.runtime.shutdown import serve_then_exit
+    from spatial_memory.server.app import create_server
     from tests.conftest import HashEmbedder
 
     settings = Settings()
     logging.basicConfig(
         stream=sys.stderr, level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    create_server(settings, embedder=HashEmbedder()).run("stdio")
+    serve_then_exit(lambda: create_server(settings, embedder=HashEmbedder()).run("stdio"))
 
 
 if __name__ == "__main__":

@@ -8,12 +8,12 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pytest
 
-from spatial_memory import store as store_module
-from spatial_memory.access_ledger import LEDGER_TABLE
-from spatial_memory.filters import build_filter
-from spatial_memory.indexing import IndexPolicy, vector_index_rows
-from spatial_memory.records import MemoryRecord, new_id
-from spatial_memory.store import MemoryStore
+from spatial_memory.storage import store as store_module
+from spatial_memory.storage.access_ledger import LEDGER_TABLE
+from spatial_memory.storage.filters import build_filter
+from spatial_memory.storage.indexing import IndexPolicy, vector_index_rows
+from spatial_memory.storage.records import MemoryRecord, new_id
+from spatial_memory.storage.store import MemoryStore
 
 DIM = 32
 ROWS = 1_200
@@ -145,7 +145,7 @@ def test_small_tables_write_counts_into_rows_and_fold_a_leftover_ledger(tmp_path
     assert store.get(rows[0].id).access_count == 1
     # A ledger left from when the table was large is folded before the next direct write.
     with store.exclusive():
-        from spatial_memory.access_ledger import Access
+        from spatial_memory.storage.access_ledger import Access
 
         store._ledger.write({rows[1].id: Access(6, WHEN)})
     assert store.get(rows[1].id).access_count == 6
@@ -173,7 +173,7 @@ async def test_recall_bookkeeping_on_an_indexed_store_through_mcp(tmp_path, fake
     from mcp import Client
 
     from spatial_memory.config import Settings
-    from spatial_memory.server import create_server
+    from spatial_memory.server.app import create_server
     from tests.conftest import data
 
     settings = Settings(

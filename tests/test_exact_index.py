@@ -9,10 +9,10 @@ from datetime import datetime, timezone
 import numpy as np
 import pytest
 
-from spatial_memory.exact_index import ExactIndex
-from spatial_memory.filters import build_filter
-from spatial_memory.records import MemoryRecord, new_id
-from spatial_memory.store import MemoryStore
+from spatial_memory.storage.exact_index import ExactIndex
+from spatial_memory.storage.filters import build_filter
+from spatial_memory.storage.records import MemoryRecord, new_id
+from spatial_memory.storage.store import MemoryStore
 
 DIM = 8
 

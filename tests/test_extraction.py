@@ -1,4 +1,4 @@
-"""Tests for spatial_memory.extraction (pattern-based statement extraction).
+"""Tests for spatial_memory.text.extraction (pattern-based statement extraction).
 
 Run with ``python -m pytest tests/test_extraction.py -q -s`` to see the
 precision/recall figures of the evaluation on tests/fixtures/extraction_cases.json.
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from spatial_memory.extraction import (
+from spatial_memory.text.extraction import (
     PATTERN_TYPES,
     Candidate,
     clean_span,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from spatial_memory.errors import ValidationError
-from spatial_memory.filters import MetadataCondition, build_filter, metadata_matches, quote
+from spatial_memory.storage.filters import MetadataCondition, build_filter, metadata_matches, quote
 
 
 def test_quote_doubles_single_quotes():

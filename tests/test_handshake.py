@@ -150,7 +150,7 @@ def test_legacy_initialize_is_replayed_to_the_sdk_and_answered_once(tmp_path):
     assert second[1] == first[1] and second["two"] == first["two"]
 
 
-def test_cache_keys_cover_only_opening_requests():
+def test_cache_keys_cover_only_opening_requests(tmp_path):
     assert cache_key({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}) == cache_key(
         {"jsonrpc": "2.0", "id": "x", "method": "tools/list", "params": {}}
     )
@@ -159,7 +159,8 @@ def test_cache_keys_cover_only_opening_requests():
     assert cache_key({"jsonrpc": "2.0", "id": True, "method": "tools/list"}) is None
     assert cache_key({"jsonrpc": "2.0", "method": "tools/list"}) is None  # a notification
     assert cache_key(["not", "a", "request"]) is None
-    assert len(fingerprint()) == 20 and fingerprint() == fingerprint()
+    settings = Settings(path=tmp_path / "fp")
+    assert len(fingerprint(settings)) == 20 and fingerprint(settings) == fingerprint(settings)
 
 
 def test_recorder_learns_answers_and_drops_second_answers(tmp_path):
@@ -176,18 +177,22 @@ def test_recorder_learns_answers_and_drops_second_answers(tmp_path):
     assert recorder.outgoing('{"jsonrpc":"2.0","id":8,"error":{"code":1,"message":"x"}}\n') is True
 
 
-async def test_no_cached_answer_depends_on_the_settings(tmp_path):
-    """The cache is keyed by code and SDK only, which is right only while create_server's
-    answers ignore the settings."""
-    from spatial_memory.server import create_server
+async def test_cached_answers_depend_only_on_the_fingerprinted_settings(tmp_path):
+    """The cache is keyed by code, SDK and the settings the tool schemas are built from: any
+    other setting must leave every cached answer unchanged, and those settings must change both
+    the answers and the fingerprint."""
+    from spatial_memory.server.app import create_server
 
-    answers = []
-    for settings in (
-        Settings(path=tmp_path / "a", preload=False),
-        Settings(path=tmp_path / "b", preload=False, max_content_length=10, max_batch_size=2, log_level="DEBUG"),
-    ):
+    async def answers(settings):
         server = create_server(settings, embedder=HashEmbedder())
         tools = [t.model_dump() for t in await server.list_tools()]
         options = server._lowlevel_server.create_initialization_options()
-        answers.append((tools, options.model_dump()))
-    assert answers[0] == answers[1]
+        return tools, options.model_dump()
+
+    plain = Settings(path=tmp_path / "a", preload=False)
+    unrelated = Settings(path=tmp_path / "b", preload=False, log_level="DEBUG", index_ef=50, embedding_batch_size=4)
+    limits = Settings(path=tmp_path / "c", preload=False, max_content_length=10, max_batch_size=2)
+    assert await answers(plain) == await answers(unrelated)
+    assert fingerprint(plain) == fingerprint(unrelated)
+    assert await answers(plain) != await answers(limits)
+    assert fingerprint(plain) != fingerprint(limits)

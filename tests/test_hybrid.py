@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from spatial_memory.config import Settings
-from spatial_memory.records import MemoryRecord, new_id
-from spatial_memory.store import MAX_QUERY_TERMS, MemoryStore, match_text
+from spatial_memory.storage.records import MemoryRecord, new_id
+from spatial_memory.storage.store import MAX_QUERY_TERMS, MemoryStore, match_text
 
 from .conftest import EVAL_PATH, data
 from .test_protocol_core import assert_error, remember
@@ -102,7 +102,7 @@ def test_new_store_has_native_fts_index_and_keeps_it_current(tmp_path):
 def test_index_created_when_opening_a_store_without_one(tmp_path):
     import lancedb
 
-    from spatial_memory.store import TABLE_NAME, memory_schema
+    from spatial_memory.storage.store import TABLE_NAME, memory_schema
 
     db = lancedb.connect(str(tmp_path / "db"))
     db.create_table(TABLE_NAME, schema=memory_schema("unit-model", 8))
@@ -293,7 +293,7 @@ async def test_locomo_hybrid_beats_vector_and_keyword(tmp_path, real_embedder):
 
     from benchmarks import locomo
     from benchmarks.hybrid_locomo import CachedEmbedder, summarize
-    from spatial_memory.server import create_server
+    from spatial_memory.server.app import create_server
 
     conversations = locomo.load(EVAL_PATH)[:LOCOMO_CONVERSATIONS]
     # No access-count writes during the measurement: every query sees the same table.

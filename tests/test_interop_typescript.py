@@ -317,12 +317,6 @@ def test_typed_errors_reach_the_typescript_client(node, tmp_path):
     assert (outside / "memories.json").read_text() == "[]"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pending change (not committed when this test was written): unknown arguments refused with a "
-    "ValidationError naming them, additionalProperties: false in every input schema; until then a misspelt "
-    "argument is silently ignored. Remove this mark when that change lands.",
-)
 def test_misspelt_arguments_are_refused_by_name(node, tmp_path):
     """A misspelt argument (top level, or inside remember_batch's items) is a ValidationError that
     names it and the accepted arguments, instead of being ignored; every input schema says so."""
@@ -436,12 +430,6 @@ def expand_template(template: str, memory_id: str) -> str:
     return re.sub(r"\{([^}]+)\}", lambda m: sample_argument(m.group(1).lstrip("+#./;?&"), memory_id), template)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pending change (not committed when this test was written): resources (memory://stats, "
-    "memory://namespaces, memory://{namespace}/recent, memory://memory/{id}) and prompts; until then initialize "
-    "advertises the resources and prompts capabilities with empty lists. Remove this mark when that change lands.",
-)
 def test_advertised_resources_and_prompts_work(node, tmp_path):
     """Whatever initialize advertises (resources, prompts) is there: its list calls succeed and are
     not empty, every listed resource and resource template can be read, and every prompt can be got

@@ -11,8 +11,8 @@ import pytest
 SCRIPT = textwrap.dedent(
     """
     import sys, tempfile
-    from spatial_memory.store import MemoryStore
-    from spatial_memory.records import MemoryRecord, new_id
+    from spatial_memory.storage.store import MemoryStore
+    from spatial_memory.storage.records import MemoryRecord, new_id
     import numpy as np
 
     from pathlib import Path
@@ -36,7 +36,7 @@ def test_lancedb_imports_without_its_rest_client_until_used(tmp_path):
 
 
 def test_deferring_an_imported_or_missing_package_does_nothing():
-    from spatial_memory.lazy_imports import defer_package_init
+    from spatial_memory.runtime.imports import defer_package_init
 
     assert defer_package_init("json") is False
     assert defer_package_init("no_such_package_here_at_all") is False
@@ -49,13 +49,13 @@ async def test_tool_calls_import_the_heavy_modules_before_running(client, monkey
     pyarrow.compute); every tool call first goes through the one-at-a-time import."""
     import threading
 
-    from spatial_memory import toolkit
     from spatial_memory.services.memory import MemoryService
+    from spatial_memory.tools import calls
 
     order: list[tuple[str, str]] = []
     original = MemoryService.stats
     monkeypatch.setattr(
-        toolkit, "import_heavy_modules", lambda: order.append(("imports", threading.current_thread().name))
+        calls, "import_heavy_modules", lambda: order.append(("imports", threading.current_thread().name))
     )
     monkeypatch.setattr(MemoryService, "stats", lambda self, **kw: order.append(("tool", "")) or original(self, **kw))
     result = await client.call_tool("stats", {})
@@ -67,7 +67,7 @@ async def test_tool_calls_import_the_heavy_modules_before_running(client, monkey
 def test_import_locked_returns_the_module():
     import json
 
-    from spatial_memory.lazy_imports import import_locked
+    from spatial_memory.runtime.imports import import_locked
 
     assert import_locked("json") is json
     assert import_locked("sklearn.cluster").HDBSCAN.__name__ == "HDBSCAN"

@@ -20,8 +20,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from spatial_memory.config import Settings
-from spatial_memory.paths import shown
-from spatial_memory.store import MemoryStore
+from spatial_memory.portability import formats
+from spatial_memory.portability.paths import shown
+from spatial_memory.storage.store import MemoryStore
 
 from .conftest import HashEmbedder, data
 from .test_protocol_core import assert_error
@@ -49,7 +50,7 @@ def settings_at(root: Path, **kw) -> Settings:
 async def server(settings: Settings, embedder=None) -> AsyncIterator:
     from mcp import Client
 
-    from spatial_memory.server import create_server
+    from spatial_memory.server.app import create_server
 
     async with Client(create_server(settings, embedder=embedder or HashEmbedder())) as client:
         yield client
@@ -173,7 +174,6 @@ async def test_export_file_headers(source_settings):
 
 
 async def test_export_overwrites_atomically_and_failures_leave_nothing(source_settings, monkeypatch):
-    from spatial_memory import portability
 
     async with server(source_settings) as client:
         await fill(client)
@@ -188,7 +188,7 @@ async def test_export_overwrites_atomically_and_failures_leave_nothing(source_se
             yield from []
             raise OSError(28, "No space left on device")
 
-        monkeypatch.setattr(portability, "_export_rows", broken)
+        monkeypatch.setattr(formats, "_export_rows", broken)
         for name in ("same.json", "new.json", "new.csv"):
             assert_error(await client.call_tool("export_memories", {"output_path": name}), "ExportError", "no space")
         assert path.read_bytes() == before  # the previous export is intact

@@ -37,8 +37,9 @@ async def test_tools_list_snapshot(client):
     tools = (await client.list_tools()).tools
     listing = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]
     listing.sort(key=lambda t: t["name"])
-    if os.environ.get("UPDATE_SNAPSHOTS") or not SNAPSHOT.exists():
+    if os.environ.get("UPDATE_SNAPSHOTS"):
         SNAPSHOT.write_text(json.dumps(listing, indent=2, sort_keys=True) + "\n")
+    assert SNAPSHOT.exists(), f"no snapshot at {SNAPSHOT}: write it with UPDATE_SNAPSHOTS=1 and review it"
     assert listing == json.loads(SNAPSHOT.read_text()), "tools/list changed: rerun with UPDATE_SNAPSHOTS=1 if intended"
     for tool in listing:
         assert tool["description"]
@@ -239,7 +240,7 @@ async def test_recall_records_access(client, settings):
         await client.call_tool("recall", {"query": "frequently used fact"})
     import anyio
 
-    from spatial_memory.store import MemoryStore
+    from spatial_memory.storage.store import MemoryStore
 
     store = MemoryStore(settings.db_path, "test-hash-embedder", 64)
     for _ in range(100):

@@ -224,8 +224,8 @@ COMPACTOR = r"""
 import json, os, sys, uuid
 import numpy as np
 from pathlib import Path
-from spatial_memory.records import MemoryRecord, utc_now
-from spatial_memory.store import MemoryStore
+from spatial_memory.storage.records import MemoryRecord, utc_now
+from spatial_memory.storage.store import MemoryStore
 
 store = MemoryStore(Path(sys.argv[1]), "m", 8, compact_fragment_threshold=2, version_retention_seconds=0)
 log = open(sys.argv[2], "a")
@@ -259,7 +259,7 @@ def test_sigkill_during_compaction_and_cleanup(tmp_path):
     import subprocess
     import sys
 
-    from spatial_memory.store import MemoryStore
+    from spatial_memory.storage.store import MemoryStore
 
     from .reliability import REPO
 
@@ -315,9 +315,9 @@ def test_sigkill_during_access_bookkeeping_on_an_indexed_store(tmp_path):
     absolute values, so a kill between the two counts nothing twice and loses nothing)."""
     import numpy as np
 
-    from spatial_memory.indexing import IndexPolicy, vector_index_rows
-    from spatial_memory.records import MemoryRecord, new_id
-    from spatial_memory.store import MemoryStore
+    from spatial_memory.storage.indexing import IndexPolicy, vector_index_rows
+    from spatial_memory.storage.records import MemoryRecord, new_id
+    from spatial_memory.storage.store import MemoryStore
     from tests.conftest import HashEmbedder
 
     from .reliability import FAKE_DIM, FAKE_MODEL_ID

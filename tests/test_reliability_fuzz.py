@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 
 from spatial_memory.config import Settings
-from spatial_memory.server import create_server
+from spatial_memory.server.app import create_server
 from spatial_memory.validation import argument_problem
 
 from .conftest import HashEmbedder

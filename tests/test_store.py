@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from spatial_memory.errors import ConfigurationError
-from spatial_memory.filters import build_filter
-from spatial_memory.records import MemoryRecord, new_id
-from spatial_memory.store import MemoryStore
+from spatial_memory.storage.filters import build_filter
+from spatial_memory.storage.records import MemoryRecord, new_id
+from spatial_memory.storage.store import MemoryStore
 
 DIM = 8
 
@@ -107,7 +107,7 @@ def test_new_tables_use_the_random_access_file_format(tmp_path):
     than LanceDB's default here, so new stores are created with it (also after compaction)."""
     import struct
 
-    from spatial_memory.store import DATA_STORAGE_VERSION
+    from spatial_memory.storage.store import DATA_STORAGE_VERSION
 
     store = MemoryStore(tmp_path / "db", "fake-model", 8)
     store.add([record(i) for i in range(5)])

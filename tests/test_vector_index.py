@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from spatial_memory.filters import build_filter
-from spatial_memory.indexing import IndexPolicy, vector_index_rows
-from spatial_memory.records import MemoryRecord, new_id
-from spatial_memory.store import MemoryStore
+from spatial_memory.storage.filters import build_filter
+from spatial_memory.storage.indexing import IndexPolicy, vector_index_rows
+from spatial_memory.storage.records import MemoryRecord, new_id
+from spatial_memory.storage.store import MemoryStore
 
 DIM = 64
 
@@ -69,7 +69,7 @@ def test_index_is_built_past_threshold_and_stays_accurate(tmp_path):
 def test_index_segments_are_merged_by_a_rebuild(tmp_path):
     """Each compaction indexes new rows as one more index segment; past max_segments the
     upkeep rebuilds the index as a single segment."""
-    from spatial_memory.indexing import vector_index_segments
+    from spatial_memory.storage.indexing import vector_index_segments
 
     rng = np.random.default_rng(1)
     policy = IndexPolicy(vector_index_threshold=1_000, scalar_index_threshold=1_000, max_segments=2, retrain_growth=100)

@@ -62,7 +62,7 @@ def cluster_vectors(vectors: np.ndarray, min_cluster_size: int, *, random_state:
             embedding=unit,
         )
 
-    from ..lazy_imports import import_locked
+    from ..runtime.imports import import_locked
 
     HDBSCAN = import_locked("sklearn.cluster").HDBSCAN  # noqa: N806 - the class
     min_samples = min(int(min_cluster_size), _MAX_MIN_SAMPLES)

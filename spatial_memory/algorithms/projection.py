@@ -43,7 +43,7 @@ def project(
 def _umap_layout(
     unit: np.ndarray, n_components: int, random_state: int, n_neighbors: int, min_dist: float
 ) -> np.ndarray:
-    from ..lazy_imports import import_locked
+    from ..runtime.imports import import_locked
 
     umap = import_locked("umap")
     # We pass no NNDescent index on purpose (no .transform needed); UMAP warns

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cancellation import check_cancelled
+from ..transport.cancellation import check_cancelled
 
 log = logging.getLogger(__name__)
 

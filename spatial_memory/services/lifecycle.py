@@ -55,9 +55,11 @@ from ..errors import (
     StorageError,
     ValidationError,
 )
-from ..filters import build_filter
-from ..records import MemoryRecord, iso, utc_now
-from ..results import (
+from ..limits import DUPLICATE_SIMILARITY
+from ..runtime.resources import Resources
+from ..storage.filters import build_filter
+from ..storage.records import MemoryRecord, iso, utc_now
+from .results import (
     ConsolidateResult,
     ConsolidationGroup,
     DecayedMemory,
@@ -67,7 +69,6 @@ from ..results import (
     ReinforcedMemory,
     ReinforceResult,
 )
-from ..runtime import Resources
 
 DECAY_FUNCTIONS = ("exponential", "linear", "step")
 BOOST_TYPES = ("additive", "multiplicative", "set_value")
@@ -318,13 +319,14 @@ class LifecycleService:
         deduplicate: bool = True,
         dedup_threshold: float = 0.9,
     ) -> ExtractResult:
-        from ..extraction import extract_candidates
-        from .memory import MemoryService, NewMemory
+        from ..storage.records import NewMemory
+        from ..text.extraction import extract_candidates
+        from .memory import MemoryService
 
         check.content(text, self._settings, field="text")
         check.namespace(namespace, self._settings)
         min_confidence = _number("min_confidence", min_confidence, 0.0, 1.0)
-        dedup_threshold = _number("dedup_threshold", dedup_threshold, 0.7, 0.99)
+        dedup_threshold = _number("dedup_threshold", dedup_threshold, *DUPLICATE_SIMILARITY)
         try:
             candidates = extract_candidates(text, min_confidence=min_confidence)
         except Exception as exc:  # noqa: BLE001 - a bug in a heuristic must not look like bad input
@@ -412,7 +414,7 @@ class LifecycleService:
         if total == 0:
             return [(None, -1.0)] * len(vectors)
         if total <= _DEDUP_SCAN_LIMIT:
-            from ..store import vectors_of
+            from ..storage.store import vectors_of
 
             table = store.scan_arrow(["id", "vector"], flt)
             ids = table.column("id").to_pylist()
@@ -443,7 +445,7 @@ class LifecycleService:
 
         if not isinstance(namespace, str) or not namespace:
             raise ValidationError("namespace is required: consolidation works inside one namespace")
-        similarity_threshold = _number("similarity_threshold", similarity_threshold, 0.7, 0.99)
+        similarity_threshold = _number("similarity_threshold", similarity_threshold, *DUPLICATE_SIMILARITY)
         _choice("strategy", strategy, STRATEGIES)
         if isinstance(max_groups, bool) or not isinstance(max_groups, int) or not 1 <= max_groups <= 100:
             raise ValidationError("max_groups must be an integer from 1 to 100")
@@ -512,9 +514,9 @@ class LifecycleService:
     @staticmethod
     def _duplicate_groups(records: list[MemoryRecord], vectors: np.ndarray, threshold: float) -> list[list[int]]:
         """Near-duplicate groups (complete linkage) among memories with equal detail signatures,
-        split where two members use opposite words (see spatial_memory.consolidation)."""
+        split where two members use opposite words (see spatial_memory.text.details)."""
         from ..algorithms.grouping import near_duplicate_groups
-        from ..consolidation import detail_signature, opposed, polarity
+        from ..text.details import detail_signature, opposed, polarity
 
         classes: dict[tuple, list[int]] = defaultdict(list)
         for i, record in enumerate(records):
@@ -562,7 +564,7 @@ class LifecycleService:
         lineage = [i for i in dict.fromkeys(lineage) if i != rep.id]
 
         if strategy == "merge_content":
-            from ..consolidation import merge_texts
+            from ..text.details import merge_texts
 
             content = merge_texts([m.content for m in members])
             metadata: dict[str, Any] = {}

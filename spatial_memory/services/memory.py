@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -16,9 +16,11 @@ from ..errors import (
     NamespaceOperationError,
     ValidationError,
 )
-from ..filters import build_filter
-from ..records import MemoryRecord, ScoredMemory, new_id, utc_now
-from ..results import (
+from ..limits import DUPLICATE_SIMILARITY
+from ..runtime.resources import Resources
+from ..storage.filters import build_filter
+from ..storage.records import MemoryRecord, NewMemory, ScoredMemory, new_id, utc_now
+from .results import (
     DeleteNamespaceResult,
     ExportResult,
     ForgetResult,
@@ -28,28 +30,20 @@ from ..results import (
     ImportResult,
     ImportValidationError,
     IndexInfo,
+    MemoryDetail,
     MemoryItem,
     MemoryRef,
     NamespaceItem,
     NamespacesResult,
     NearbyResult,
     RecallResult,
+    RecentMemories,
     RememberBatchResult,
     RememberResult,
     RenameNamespaceResult,
     StatsResult,
     timestamp,
 )
-from ..runtime import Resources
-
-
-@dataclass
-class NewMemory:
-    content: str
-    namespace: str = "default"
-    tags: list[str] = field(default_factory=list)
-    importance: float = 0.5
-    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 def _directory_size(path) -> int:
@@ -226,6 +220,29 @@ class MemoryService:
         deleted = self._r.store().delete_ids(memory_ids)
         self._r.upkeep.poke()
         return ForgetResult(deleted=len(deleted), ids=deleted)
+
+    def memory(self, memory_id: str) -> MemoryDetail:
+        """One memory, whole (without its vector)."""
+        record = self._r.store().get(memory_id)
+        if record is None:
+            raise MemoryNotFoundError(f"Memory not found: {memory_id[:64]}. Use recall to find memory ids.")
+        return MemoryDetail.of(record)
+
+    def recent(self, namespace: str, *, limit: int = 20) -> RecentMemories:
+        """The newest memories of a namespace, newest first."""
+        import pyarrow.compute as pc
+
+        namespace = check.namespace(namespace, self._settings)
+        store = self._r.store()
+        table = store.scan_arrow(["id", "created_at"], build_filter(namespace=namespace))
+        if table.num_rows == 0:
+            return RecentMemories(namespace=namespace, memories=[], total_in_namespace=0)
+        order = pc.sort_indices(table, sort_keys=[("created_at", "descending")])[:limit]
+        ids = table.column("id").take(order).to_pylist()
+        records = store.get_many(ids)
+        return RecentMemories(
+            namespace=namespace, memories=[MemoryDetail.of(r) for r in records], total_in_namespace=table.num_rows
+        )
 
     def stats(self, *, namespace: str | None = None, include_index_details: bool = True) -> StatsResult:
         import pyarrow.compute as pc
@@ -446,8 +463,9 @@ class MemoryService:
         """
         import time
 
-        from .. import paths, portability
-        from ..store import SUMMARY_COLUMNS
+        from ..portability import formats as portability
+        from ..portability import paths
+        from ..storage.store import SUMMARY_COLUMNS
 
         started = time.perf_counter()
         if not isinstance(output_path, str) or not output_path.strip():
@@ -503,7 +521,8 @@ class MemoryService:
         import contextlib
         import time
 
-        from .. import paths, portability
+        from ..portability import formats as portability
+        from ..portability import paths
 
         started = time.perf_counter()
         s = self._settings
@@ -511,8 +530,9 @@ class MemoryService:
             raise ValidationError("source_path cannot be empty")
         if namespace_override is not None:
             check.namespace(namespace_override, s, field="namespace_override")
-        if isinstance(dedup_threshold, bool) or not 0.7 <= dedup_threshold <= 0.99:
-            raise ValidationError("dedup_threshold must be between 0.7 and 0.99")
+        low, high = DUPLICATE_SIMILARITY
+        if isinstance(dedup_threshold, bool) or not low <= dedup_threshold <= high:
+            raise ValidationError(f"dedup_threshold must be between {low} and {high}")
         source = paths.resolve_import_path(source_path, s.allowed_import_dirs)
         fmt = portability.format_for(source, format, for_export=False)
         data = paths.read_regular_file(source, source_path, int(s.max_import_file_mb * 1_048_576))
@@ -615,7 +635,7 @@ def _same_model(a: str, b: str) -> bool:
 def _check_import_vectors(parsed, model_id: str, dim: int) -> None:
     """File-level checks on imported vectors before any record is looked at."""
     from ..errors import DimensionMismatchError
-    from ..portability import vector_lengths
+    from ..portability.formats import vector_lengths
 
     if parsed.vectors is None or all(v is None or (isinstance(v, str) and not v.strip()) for v in parsed.vectors):
         raise ValidationError(
@@ -678,7 +698,7 @@ def _existing_ids(store, ids: list[str]) -> set[str]:
 def _import_duplicates(candidates, store, threshold: float, block: int = 512) -> set[int]:
     """Indexes of candidates at least `threshold` similar to a memory of the same namespace,
     already stored or kept earlier in the file (the first of a group of near-copies is kept)."""
-    from ..store import vectors_of
+    from ..storage.store import vectors_of
 
     skip: set[int] = set()
     by_namespace: dict[str, list[int]] = {}

@@ -16,9 +16,10 @@ from ..errors import (
     ValidationError,
     WanderError,
 )
-from ..filters import build_filter
-from ..records import MemoryRecord, ScoredMemory
-from ..results import (
+from ..runtime.resources import Resources
+from ..storage.filters import build_filter
+from ..storage.records import MemoryRecord, ScoredMemory
+from .results import (
     Cluster,
     ClusterSample,
     JourneyResult,
@@ -29,7 +30,6 @@ from ..results import (
     WanderResult,
     WanderStep,
 )
-from ..runtime import Resources
 
 # A path point counts as covered when a memory lies this close to it. For MiniLM,
 # sentences on the same subject are typically above 0.5 and paraphrases above 0.8.

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from .. import algorithms as alg
-from .. import render
 from ..errors import InsufficientMemoriesError, MemoryNotFoundError, VisualizationError
-from ..filters import build_filter
-from ..records import MemoryRecord
-from ..results import VisualCluster, VisualEdge, VisualizeResult, VisualNode
-from ..runtime import Resources
+from ..runtime.resources import Resources
+from ..storage.filters import build_filter
+from ..storage.records import MemoryRecord
+from ..text import render
+from .results import VisualCluster, VisualEdge, VisualizeResult, VisualNode
 from .spatial import VersionedCache
 
 EDGE_NEIGHBORS = 3

@@ -10,6 +10,17 @@ from typing import Any
 SOURCES = ("manual", "extracted", "consolidated", "imported")
 
 
+@dataclass
+class NewMemory:
+    """A memory a client asked to store, before validation."""
+
+    content: str
+    namespace: str = "default"
+    tags: list[str] = field(default_factory=list)
+    importance: float = 0.5
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
 def utc_now() -> datetime:
     return datetime.now(timezone.utc)
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from .records import MemoryRecord, ScoredMemory, iso
+from ..storage.records import MemoryRecord, ScoredMemory, iso
 
 
 class MemoryItem(BaseModel):
@@ -22,6 +22,38 @@ class MemoryItem(BaseModel):
     @classmethod
     def of(cls, scored: ScoredMemory) -> MemoryItem:
         return cls(similarity=round(scored.similarity, 6), **scored.record.summary())
+
+
+class MemoryDetail(BaseModel):
+    """Everything stored about a memory but its vector."""
+
+    id: str
+    content: str
+    namespace: str
+    tags: list[str]
+    importance: float
+    source: str
+    created_at: str
+    updated_at: str
+    last_accessed: str
+    access_count: int
+    metadata: dict[str, Any]
+
+    @classmethod
+    def of(cls, record: MemoryRecord) -> MemoryDetail:
+        return cls(
+            **record.summary(),
+            source=record.source,
+            updated_at=iso(record.updated_at),
+            last_accessed=iso(record.last_accessed),
+            access_count=record.access_count,
+        )
+
+
+class RecentMemories(BaseModel):
+    namespace: str
+    memories: list[MemoryDetail]
+    total_in_namespace: int
 
 
 class MemoryRef(BaseModel):

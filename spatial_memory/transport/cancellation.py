@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from .errors import RequestCancelledError
+from ..errors import RequestCancelledError
 
 _token: ContextVar[threading.Event | None] = ContextVar("spatial_memory_request_cancelled", default=None)
 

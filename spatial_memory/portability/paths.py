@@ -23,7 +23,7 @@ import stat
 from collections.abc import Sequence
 from pathlib import Path
 
-from .errors import FileSizeLimitError, MemoryImportError, PathSecurityError
+from ..errors import FileSizeLimitError, MemoryImportError, PathSecurityError
 
 MAX_PATH_BYTES = 4096
 MAX_NAME_BYTES = 255

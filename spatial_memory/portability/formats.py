@@ -39,10 +39,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from . import validation as check
-from .config import Settings
-from .errors import ExportError, ImportRecordLimitError, MemoryImportError, ValidationError
-from .records import SOURCES, iso, utc_now
+from .. import validation as check
+from ..config import Settings
+from ..errors import ExportError, ImportRecordLimitError, MemoryImportError, ValidationError
+from ..storage.records import SOURCES, iso, utc_now
 
 FORMAT_NAME = "spatial-memory-mcp"
 FORMAT_VERSION = 1
@@ -162,7 +162,7 @@ def _export_rows(table: pa.Table) -> Iterable[dict[str, Any]]:
 
 def write_export(path: Path, table: pa.Table, fmt: str, header: ExportHeader) -> int:
     """Write the store rows in `table` (store schema) to `path`; returns the file size."""
-    from .store import vectors_of
+    from ..storage.store import vectors_of
 
     vectors = vectors_of(table) if header.include_vectors and table.num_rows else None
 

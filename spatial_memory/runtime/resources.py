@@ -14,9 +14,10 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .config import Settings
-from .errors import StorageError
-from .heap import trim
+from ..config import Settings
+from ..errors import StorageError
+from ..heap import trim
+from .shutdown import WorkerCalls
 
 if TYPE_CHECKING:  # numpy costs 0.1 s of start-up, before tools/list
     import numpy as np
@@ -44,7 +45,7 @@ class Resources:
     def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
         self.settings = settings
         if embedder is None:
-            from .embeddings import EmbeddingRouter
+            from ..embeddings import EmbeddingRouter
 
             embedder = EmbeddingRouter(
                 settings.embedding_model,
@@ -58,6 +59,7 @@ class Resources:
         self._store: Any = None
         self._store_lock = threading.Lock()
         self.upkeep = Upkeep(self)
+        self.workers = WorkerCalls()
         self.projection_warm = False
 
     def store(self):
@@ -65,11 +67,11 @@ class Resources:
         if self._store is None:
             with self._store_lock:
                 if self._store is None:
-                    from .lazy_imports import import_heavy_modules
+                    from .imports import import_heavy_modules
 
                     import_heavy_modules()
-                    from .indexing import IndexPolicy
-                    from .store import MemoryStore
+                    from ..storage.indexing import IndexPolicy
+                    from ..storage.store import MemoryStore
 
                     self._store = MemoryStore(
                         self.settings.db_path,
@@ -92,6 +94,15 @@ class Resources:
     def store_is_open(self) -> bool:
         return self._store is not None
 
+    def close(self, timeout: float) -> None:
+        """The server is ending: let running tool work and a store being opened finish (up to
+        `timeout` seconds), then stop upkeep, which writes the access counts still pending."""
+        if not self.workers.wait_idle(timeout):
+            log.warning("shutting down with tool work still running after %.0f s", timeout)
+        if self._store_lock.acquire(timeout=timeout):  # an opening store (a first write) ends first
+            self._store_lock.release()
+        self.upkeep.stop()
+
     def warm_up(self) -> None:
         """Open the store, load the model, then compile UMAP; failures resurface, typed, on first use."""
         for step in (self.store, self.embedder.load):
@@ -102,7 +113,7 @@ class Resources:
         if self.settings.warm_up_projection:
             _lower_thread_priority()
             try:
-                from .algorithms import warm_up_projection
+                from ..algorithms import warm_up_projection
 
                 warm_up_projection()
                 self.projection_warm = True

@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ..errors import ConfigurationError, SpatialMemoryError, StorageError
+from ..transport.cancellation import check_cancelled
 from .access_ledger import ACCESS_COLUMNS, FOLD_FRACTION, Access, AccessLedger, accesses_table
-from .cancellation import check_cancelled
-from .errors import ConfigurationError, SpatialMemoryError, StorageError
 from .exact_index import UNKNOWN, ExactIndex, Snapshot
 from .filters import Filter, build_filter, metadata_matches, quote
 from .indexing import IndexPolicy, ensure_indexes, vector_index_rows
@@ -109,7 +109,7 @@ def _rows_to_records(table: pa.Table) -> list[MemoryRecord]:
 
 
 def _connect(db_path: Path, index_cache_bytes: int):
-    from .lazy_imports import prepare_lancedb_import
+    from ..runtime.imports import prepare_lancedb_import
 
     prepare_lancedb_import()
     import lancedb

@@ -1,0 +1,77 @@
+"""Wiring: one server per process, its services built once in a typed lifespan.
+
+Heavy modules (LanceDB, onnxruntime, the numpy-heavy services) are imported lazily, so
+`initialize` and `tools/list` are answered at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import anyio
+
+from .. import __version__
+from ..config import Settings
+from ..runtime.resources import Embedder, Resources
+from ..tools import build_tools
+from .mcp_server import SpatialMemoryMCPServer
+from .prompts import register_prompts
+from .resources import register_resources
+
+log = logging.getLogger(__name__)
+
+INSTRUCTIONS = """Persistent memory as a semantic space. Store facts, decisions and context with
+`remember`; find them with `recall` (by meaning) or `hybrid_recall` (meaning + keywords). Explore
+with `nearby`, `journey`, `wander`, `regions` and `visualize`. Keep memory healthy with `decay`,
+`reinforce`, `consolidate` and `extract`. Namespaces separate projects."""
+
+
+@dataclass
+class App:
+    """Everything a tool needs, wired once per server in the lifespan."""
+
+    resources: Resources
+
+    def __post_init__(self) -> None:
+        from ..services.lifecycle import LifecycleService
+        from ..services.memory import MemoryService
+        from ..services.spatial import SpatialService
+        from ..services.visualization import VisualizationService
+
+        self.memory = MemoryService(self.resources)
+        self.spatial = SpatialService(self.resources)
+        self.visualization = VisualizationService(self.resources)
+        self.lifecycle = LifecycleService(self.resources)
+
+
+def create_server(settings: Settings, *, embedder: Embedder | None = None) -> SpatialMemoryMCPServer:
+    @asynccontextmanager
+    async def lifespan(server: SpatialMemoryMCPServer) -> AsyncIterator[App]:
+        resources = Resources(settings, embedder)
+        app = server.app = App(resources)
+        resources.upkeep.start()
+        if settings.preload:
+            threading.Thread(target=resources.warm_up, name="spatial-memory-warm-up", daemon=True).start()
+        try:
+            yield app
+        finally:
+            # Shielded: on SIGINT/SIGTERM the whole run is cancelled, and the drain must still
+            # happen (running writes finish, pending access counts are written).
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(resources.close, settings.lock_timeout_seconds)
+
+    server = SpatialMemoryMCPServer(
+        "spatial-memory",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        lifespan=lifespan,
+        log_level=settings.log_level,
+        tools=build_tools(settings),
+    )
+    register_resources(server)
+    register_prompts(server)
+    return server

@@ -1,0 +1,209 @@
+"""The MCPServer subclass in front of the tools.
+
+- Arguments are checked before the SDK sees them: too deeply nested, or naming an argument the
+  tool does not have (a misspelt filter must not be silently dropped): a typed ValidationError.
+- The SDK's own argument-validation failures come back as typed ValidationError results.
+- Over stdio, a line that cannot be parsed gets a JSON-RPC error instead of silence.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import logging
+import re
+import signal
+from contextlib import AsyncExitStack
+from typing import Any
+
+import anyio
+import pydantic
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+
+from ..errors import SpatialMemoryError
+from ..handshake import Handover, HandshakeCache, Recorder
+from ..tools.calls import failure, internal_failure
+from ..validation import argument_problem
+
+log = logging.getLogger("spatial_memory.tools")
+
+
+class SpatialMemoryMCPServer(MCPServer):
+    """MCPServer whose argument-validation failures come back as typed ValidationError results,
+    and whose stdio transport answers a line it cannot parse instead of dropping it."""
+
+    # Set by the CLI when the handshake fast path (handshake.py) answered the first requests.
+    handover: Handover | None = None
+    handshake_cache: HandshakeCache | None = None
+    # The lifespan's App while the server runs (server/app.py), for handlers the SDK gives no
+    # request context (static resources).
+    app: Any = None
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:
+        problem = argument_problem(arguments, MAX_ARGUMENT_DEPTH)
+        if problem is None:
+            problem = self._unknown_argument(name, arguments)
+        if problem is not None:
+            return failure("ValidationError", f"Invalid arguments: {problem}")
+        try:
+            return await super().call_tool(name, arguments, context)
+        except RecursionError:
+            return failure("ValidationError", "Invalid arguments: nested too deeply")
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, pydantic.ValidationError):
+                return failure("ValidationError", self._describe(name, cause))
+            if isinstance(cause, SpatialMemoryError):
+                return failure(cause.error_type, cause.message)
+            if str(exc).startswith("Unknown tool"):
+                return failure("ValidationError", f"Unknown tool: {name[:100]}")
+            return internal_failure(name)
+
+    def __init__(self, *args: Any, tools: list[Tool], **kwargs: Any) -> None:
+        super().__init__(*args, tools=tools, **kwargs)
+        self._schemas = {tool.name: tool.parameters for tool in tools}
+
+    def _describe(self, name: str, exc: pydantic.ValidationError) -> str:
+        """The SDK's validation errors, up to five, each with where it happened; an unknown key in a
+        nested object (a remember_batch item) names the keys accepted there."""
+        parts = []
+        for err in exc.errors()[:5]:
+            location = ".".join(str(p) for p in err["loc"]) or "arguments"
+            if err["type"] == "extra_forbidden" and err["loc"]:
+                accepted = _keys_at(self._schemas.get(name, {}), err["loc"][:-1])
+                owner = ".".join(str(p) for p in err["loc"][:-1])
+                parts.append(describe_unknown_arguments(owner, [str(err["loc"][-1])], accepted, noun="field"))
+            else:
+                parts.append(f"{location}: {err['msg']}")
+        more = len(exc.errors()) - 5
+        return "Invalid arguments: " + "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
+
+    def _unknown_argument(self, name: str, arguments: dict[str, Any]) -> str | None:
+        schema = self._schemas.get(name)
+        if schema is None:
+            return None  # the SDK answers "Unknown tool"
+        accepted = list(schema.get("properties", {}))
+        unknown = [key for key in arguments if key not in accepted]
+        return None if not unknown else describe_unknown_arguments(name, unknown, accepted)
+
+    async def run_stdio_async(self) -> None:
+        """The SDK's stdio loop, except that a line which is not a valid JSON-RPC message (nested
+        too deeply for the parser, a lone surrogate escape, plain garbage) gets a JSON-RPC parse
+        error - carrying the request id when one can be read from the line - instead of being
+        dropped silently, which would leave the client waiting forever. Over pipes (any MCP client),
+        stdin and stdout are served by the event loop itself (see stdio_pipes)."""
+        lowlevel = getattr(self, "_lowlevel_server", None)
+        if lowlevel is None:  # pragma: no cover - a future SDK without it: plain behaviour
+            return await super().run_stdio_async()
+        from mcp.server.stdio import stdio_server
+        from mcp.shared.message import SessionMessage
+
+        from .. import stdio_pipes
+
+        # The whole session, transport included, so a signal also ends the SDK's stdin reader.
+        with anyio.CancelScope() as session:
+            async with AsyncExitStack() as stack:
+                if self.handover is not None:  # the handshake fast path served the wire so far
+                    recorder = Recorder(self.handshake_cache, self.handover.answered)
+                    streams = await stack.enter_async_context(stdio_pipes.pipe_streams(self.handover, recorder))
+                elif stdio_pipes.usable():
+                    streams = await stack.enter_async_context(stdio_pipes.pipe_streams())
+                else:
+                    streams = (None, None)
+                read_stream, write_stream = await stack.enter_async_context(stdio_server(*streams))
+                send, receive = anyio.create_memory_object_stream[Any](0)
+
+                async def forward() -> None:
+                    async with send, read_stream:
+                        async for item in read_stream:
+                            if isinstance(item, Exception):
+                                await _answer_unparseable(item, write_stream, SessionMessage)
+                            else:
+                                await send.send(item)
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(forward)
+                    tg.start_soon(_end_on_signal, session)
+                    await lowlevel.run(receive, write_stream, lowlevel.create_initialization_options())
+                    tg.cancel_scope.cancel()
+
+
+async def _end_on_signal(scope: anyio.CancelScope) -> None:
+    """SIGTERM (a client quitting) or SIGINT ends the session like the client closing the pipe:
+    the run is cancelled from inside the event loop, so the lifespan's shielded drain runs
+    (runtime/shutdown.py), instead of an exception landing in whatever the main thread was doing."""
+    try:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async for received in signals:
+                log.info("signal %s: shutting down", received)
+                scope.cancel()
+                return
+    except (NotImplementedError, ValueError):  # no signal receivers here (Windows, not the main thread)
+        return
+
+
+MAX_ARGUMENT_DEPTH = 64
+_REQUEST_ID = re.compile(r'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")')
+
+
+async def _answer_unparseable(exc: Exception, write_stream: Any, session_message: Any) -> None:
+    import mcp_types
+
+    request_id: Any = None
+    code, reason, line = -32700, str(exc)[:200], ""
+    if isinstance(exc, pydantic.ValidationError):
+        for err in exc.errors():
+            value = err.get("input")
+            if isinstance(value, dict):  # valid JSON, but not a valid JSON-RPC message
+                code, reason, request_id = -32600, f"{'.'.join(map(str, err['loc']))}: {err['msg']}", value.get("id")
+                break
+            if err.get("type") == "json_invalid" and isinstance(value, (str, bytes)):
+                line = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+                reason = str(err.get("msg", reason))[:200]
+        if line:
+            found = _REQUEST_ID.search(line[:4096])
+            if found:
+                try:
+                    request_id = json.loads(found.group(1))
+                except ValueError:
+                    request_id = None
+    if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
+        request_id = None
+    log.warning("unparseable message (request id %r): %s", request_id, reason)
+    message = (
+        "Parse error: not valid JSON (nested deeper than the parser allows, an invalid escape, or malformed)"
+        if code == -32700
+        else "Invalid Request: not a valid JSON-RPC message"
+    )
+    error = mcp_types.JSONRPCError(jsonrpc="2.0", id=request_id, error=mcp_types.ErrorData(code=code, message=message))
+    try:
+        await write_stream.send(session_message(error))
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+        pass
+
+
+def _keys_at(schema: dict[str, Any], location: tuple[Any, ...]) -> list[str]:
+    """The property names a JSON schema accepts at `location` (object keys and list indexes)."""
+    node = schema
+    for step in (*location, None):
+        while "$ref" in node:
+            node = schema.get("$defs", {}).get(node["$ref"].rsplit("/", 1)[-1], {})
+        node = next((o for o in node.get("anyOf", []) if o.get("type") != "null"), node)
+        if step is None:
+            break
+        node = node.get("items", {}) if isinstance(step, int) else node.get("properties", {}).get(step, {})
+    return list(node.get("properties", {}))
+
+
+def describe_unknown_arguments(owner: str, unknown: list[str], accepted: list[str], *, noun: str = "argument") -> str:
+    """'namespce' (did you mean 'namespace'?) is not an argument of recall; accepted: ..."""
+    parts = []
+    for key in unknown[:5]:
+        shown = key[:100]
+        close = difflib.get_close_matches(key, accepted, n=1, cutoff=0.6)
+        parts.append(f"'{shown}'" + (f" (did you mean '{close[0]}'?)" if close else ""))
+    article = "an" if noun[0] in "aeiou" else "a"
+    what = f"is not {article} {noun}" if len(unknown) == 1 else f"are not {noun}s"
+    return f"{', '.join(parts)} {what} of {owner}; accepted: {', '.join(accepted)}"

@@ -1,0 +1,30 @@
+"""The MCP tools: thin typed functions, one module per area.
+
+Each tool validates its arguments through its signature (the JSON schema is generated from it,
+with every limit taken from the settings: arguments.py), calls one service method in a worker
+thread and returns a typed result (calls.py turns every outcome, errors included, into a
+CallToolResult).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .registry import ToolSet
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver.tools import Tool
+
+    from ..config import Settings
+
+
+def build_tools(settings: Settings) -> list[Tool]:
+    """Every tool of a server with these settings, in the order clients list them."""
+    from . import lifecycle, memory, namespaces, portability, search, spatial
+    from .arguments import build_arguments
+
+    arguments = build_arguments(settings)
+    tools = ToolSet()
+    for area in (memory, search, spatial, lifecycle, namespaces, portability):
+        area.register(tools, arguments)
+    return tools.tools

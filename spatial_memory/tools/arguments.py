@@ -1,0 +1,100 @@
+"""The tools' argument types, built from the settings.
+
+Every limit a client reads in a tool's input schema comes from the same setting the services
+enforce (one source): raising SPATIAL_MEMORY_MAX_CONTENT_LENGTH raises both.
+"""
+
+# No `from __future__ import annotations` in the tool modules: their signatures refer to the
+# types built here per server, so annotations must be evaluated when the tools are defined.
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from ..config import Settings
+from ..limits import DUPLICATE_SIMILARITY, MAX_ID_CHARS, MAX_QUERY_CHARS, MAX_RESULTS
+
+FILTERS_DESCRIPTION = (
+    "Conditions combined with AND: {column: value} for equality or {column: {op: value}} with op in "
+    "eq, ne, gt, gte, lt, lte, in, nin, contains. Columns: id, content, namespace, tags, importance, source, "
+    "created_at, updated_at, last_accessed, access_count, or metadata.<key>."
+)
+
+
+@dataclass(frozen=True)
+class Arguments:
+    """Annotated argument types shared by the tools of one server."""
+
+    memory_id: Any
+    namespace: Any
+    namespace_filter: Any
+    content: Any
+    tags: Any
+    tag_filter: Any
+    importance: Any
+    metadata: Any
+    query: Any
+    limit: Any
+    min_similarity: Any
+    filters: Any
+    dedup_threshold: Any
+    memory_input: type[BaseModel]
+    max_batch: int
+
+
+def build_arguments(settings: Settings) -> Arguments:
+    namespace_chars = settings.max_namespace_length
+    content = Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=settings.max_content_length,
+            description=f"The text to remember (at most {settings.max_content_length:,} characters).",
+        ),
+    ]
+    namespace = Annotated[str, Field(min_length=1, max_length=namespace_chars, description="Namespace name.")]
+    tags = Annotated[
+        list[Annotated[str, Field(max_length=settings.max_tag_length)]] | None,
+        Field(max_length=settings.max_tags, description="Tags."),
+    ]
+    importance = Annotated[float, Field(ge=0.0, le=1.0, description="Importance from 0.0 to 1.0.")]
+    metadata = Annotated[dict[str, Any] | None, Field(description="Arbitrary JSON metadata.")]
+    # One item of remember_batch: refuses unknown keys like the tools themselves.
+    memory_input = create_model(
+        "MemoryInput",
+        __config__=ConfigDict(extra="forbid"),
+        content=(content, ...),
+        namespace=(namespace, "default"),
+        tags=(tags, None),
+        importance=(importance, 0.5),
+        metadata=(metadata, None),
+    )
+    low, high = DUPLICATE_SIMILARITY
+    return Arguments(
+        memory_id=Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS, description="Memory UUID.")],
+        namespace=namespace,
+        namespace_filter=Annotated[
+            str | None, Field(max_length=namespace_chars, description="Only memories in this namespace.")
+        ],
+        content=content,
+        tags=tags,
+        tag_filter=Annotated[
+            list[str] | None, Field(max_length=settings.max_tags, description="Only memories with any of these tags.")
+        ],
+        importance=importance,
+        metadata=metadata,
+        query=Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="What to search for.")],
+        limit=Annotated[int, Field(ge=1, le=MAX_RESULTS, description=f"Maximum number of results (1-{MAX_RESULTS}).")],
+        min_similarity=Annotated[float, Field(ge=0.0, le=1.0, description="Minimum cosine similarity (0.0-1.0).")],
+        filters=Annotated[dict[str, Any] | None, Field(description=FILTERS_DESCRIPTION)],
+        dedup_threshold=Annotated[
+            float,
+            Field(
+                ge=low,
+                le=high,
+                description=f"Cosine similarity from which a record counts as a duplicate ({low}-{high}).",
+            ),
+        ],
+        memory_input=memory_input,
+        max_batch=settings.max_batch_size,
+    )

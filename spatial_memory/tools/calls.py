@@ -1,0 +1,150 @@
+"""Running a tool: its service call off the event loop, and every outcome as a CallToolResult.
+
+A success carries the typed result as structured content plus the same JSON as text. Errors
+are turned into results here and only here: a SpatialMemoryError becomes an isError result
+whose text is its typed `{"error", "message", "isError"}` body; anything unexpected becomes
+InternalError with a short reference id, its traceback going to stderr only.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import anyio
+import pydantic
+from mcp.server.mcpserver import Context
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+
+from ..errors import SpatialMemoryError
+from ..runtime.imports import import_heavy_modules
+from ..transport.cancellation import request_scope
+
+log = logging.getLogger("spatial_memory.tools")
+
+T = TypeVar("T")
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+ADDITIVE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
+CHANGING = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
+
+
+def _json(data: dict[str, Any]) -> str:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def success(result: pydantic.BaseModel) -> CallToolResult:
+    data = result.model_dump(mode="json")
+    return CallToolResult(content=[TextContent(type="text", text=_json(data))], structured_content=data)
+
+
+def failure(error_type: str, message: str) -> CallToolResult:
+    """An isError result whose text is the typed JSON body `{"error", "message", "isError"}`.
+
+    No structuredContent: clients built on the TypeScript SDK validate structuredContent against the
+    tool's outputSchema even when isError is set, and would throw away the message."""
+    message = message.encode("utf-8", "replace").decode("utf-8")  # an echoed lone surrogate cannot be sent
+    data = {"error": error_type, "message": message, "isError": True}
+    return CallToolResult(content=[TextContent(type="text", text=_json(data))], is_error=True)
+
+
+def internal_failure(where: str) -> CallToolResult:
+    reference = uuid.uuid4().hex[:8]
+    log.exception("internal error in %s (reference %s)", where, reference)
+    return failure("InternalError", f"An internal error occurred. Reference: {reference}")
+
+
+async def _heartbeat(ctx: Context, message: str) -> None:
+    """MCP progress notifications while a slow call runs (no-op unless the client sent a token)."""
+    elapsed = 0
+    while True:
+        try:
+            await ctx.report_progress(elapsed, None, message)
+        except Exception:  # noqa: BLE001 - progress is best effort
+            return
+        await anyio.sleep(1.0)
+        elapsed += 1
+
+
+def in_worker(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """`fn(app)` as worker-thread work: counted for shutdown, after the heavy imports."""
+
+    def run(app: Any) -> Any:
+        with app.resources.workers.running():  # shutdown waits for this (runtime/shutdown.py)
+            import_heavy_modules()  # never two threads importing pyarrow at once (see there)
+            return fn(app)
+
+    return run
+
+
+async def _run_with_progress(fn: Callable[[Any], Any], app: Any, ctx: Context, progress: str | None) -> Any:
+    fn = in_worker(fn)
+    if progress is None:
+        return await anyio.to_thread.run_sync(fn, app, abandon_on_cancel=True)
+    outcome: Any = None
+    error: BaseException | None = None
+    async with anyio.create_task_group() as group:
+        group.start_soon(_heartbeat, ctx, progress)
+        try:
+            outcome = await anyio.to_thread.run_sync(fn, app, abandon_on_cancel=True)
+        except BaseException as exc:  # noqa: BLE001 - re-raised below, unwrapped by the task group
+            error = exc
+        finally:
+            group.cancel_scope.cancel()
+    if error is not None:
+        raise error
+    return outcome
+
+
+async def call(ctx: Context, fn: Callable[[Any], pydantic.BaseModel], *, progress: str | None = None) -> CallToolResult:
+    """Run `fn(app)` in a worker thread and wrap its result or error.
+
+    With `progress`, the client gets a progress notification every second until it finishes."""
+    app = ctx.request_context.lifespan_context
+    upkeep = app.resources.upkeep
+    upkeep.call_started()  # background bookkeeping waits for a pause between calls
+    try:
+        return await _call(app, ctx, fn, progress)
+    finally:
+        upkeep.call_finished()
+
+
+async def _call(
+    app: Any, ctx: Context, fn: Callable[[Any], pydantic.BaseModel], progress: str | None
+) -> CallToolResult:
+    with request_scope() as cancelled:
+        try:
+            # A cancelled request (or a client that closed the pipe) returns at once instead of
+            # waiting for its worker; the token makes the worker stop before any commit it has
+            # not started yet, so nothing is written for a client that is gone.
+            result = await _run_with_progress(fn, app, ctx, progress)
+        except anyio.get_cancelled_exc_class():
+            cancelled.set()
+            raise
+        except SpatialMemoryError as exc:
+            log.info("%s: %s", exc.error_type, exc.message)
+            return failure(exc.error_type, exc.message)
+        except RecursionError:
+            return failure("ValidationError", "Invalid arguments: nested too deeply")
+        except Exception:  # noqa: BLE001 - the one place unexpected errors are caught
+            return internal_failure(getattr(fn, "__qualname__", "tool"))
+    try:
+        out = success(result)
+    except Exception:  # noqa: BLE001 - a result that cannot be serialized is still a typed error
+        return internal_failure(getattr(fn, "__qualname__", "tool"))
+    return _bounded(out, app.resources.settings.max_result_bytes)
+
+
+def _bounded(out: CallToolResult, limit: int) -> CallToolResult:
+    size = len(out.content[0].text.encode("utf-8", "surrogatepass"))
+    if size <= limit:
+        return out
+    return failure(
+        "ResultTooLargeError",
+        f"the result is {size:,} bytes; the limit is {limit:,} (SPATIAL_MEMORY_MAX_RESULT_BYTES). "
+        "Ask for fewer results (limit, max_memories) or narrow them (namespace, filters).",
+    )

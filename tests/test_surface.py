@@ -1,0 +1,103 @@
+"""The MCP surface beyond the tools' success paths: strict arguments, resources, prompts, capabilities."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .conftest import data
+
+pytestmark = pytest.mark.anyio
+
+
+async def _tools(client) -> dict:
+    return {t.name: t for t in (await client.list_tools()).tools}
+
+
+async def test_every_schema_refuses_additional_properties(client):
+    for name, tool in (await _tools(client)).items():
+        schema = tool.input_schema
+        assert schema.get("additionalProperties") is False, name
+        for definition_name, definition in schema.get("$defs", {}).items():
+            if definition.get("type") == "object" and "properties" in definition:
+                assert definition.get("additionalProperties") is False, (name, definition_name)
+
+
+async def test_a_misspelt_argument_is_refused_by_name_on_every_tool(client):
+    for name, tool in (await _tools(client)).items():
+        accepted = list(tool.input_schema["properties"])
+        misspelt = accepted[0] + "x"
+        result = await client.call_tool(name, {misspelt: 1})
+        body = data(result)
+        assert body["error"] == "ValidationError", (name, body)
+        message = body["message"]
+        assert f"'{misspelt}'" in message and f"did you mean '{accepted[0]}'" in message, (name, message)
+        assert f"of {name}" in message and all(arg in message for arg in accepted), (name, message)
+
+
+async def test_a_misspelt_filter_is_not_silently_dropped(client):
+    await client.call_tool("remember", {"content": "a fact about work", "namespace": "work"})
+    await client.call_tool("remember", {"content": "a fact about home", "namespace": "home"})
+    body = data(await client.call_tool("recall", {"query": "fact", "namespce": "work"}))
+    assert body["error"] == "ValidationError"
+    assert "'namespce' (did you mean 'namespace'?) is not an argument of recall" in body["message"]
+
+
+async def test_an_unknown_field_of_a_batch_item_is_refused_with_the_accepted_fields(client):
+    result = await client.call_tool("remember_batch", {"memories": [{"content": "a"}, {"content": "b", "tag": ["x"]}]})
+    body = data(result)
+    assert body["error"] == "ValidationError"
+    assert "'tag' (did you mean 'tags'?) is not a field of memories.1" in body["message"], body
+    assert "content, namespace, tags, importance, metadata" in body["message"]
+    assert data(await client.call_tool("namespaces", {}))["total_memories"] == 0  # nothing stored
+
+
+async def test_capabilities_advertise_what_is_served(client):
+    capabilities = client.server_capabilities
+    assert capabilities.tools is not None
+    assert capabilities.resources is not None and capabilities.prompts is not None
+    resources = (await client.list_resources()).resources
+    templates = (await client.list_resource_templates()).resource_templates
+    prompts = (await client.list_prompts()).prompts
+    assert {str(r.uri) for r in resources} == {"memory://stats", "memory://namespaces"}
+    assert {t.uri_template for t in templates} == {"memory://{namespace}/recent", "memory://memory/{memory_id}"}
+    assert {p.name for p in prompts} == {"recall_for_task", "save_session_summary"}
+
+
+async def test_resources_read_the_store(client):
+    first = data(await client.call_tool("remember", {"content": "older note", "namespace": "work"}))
+    second = data(await client.call_tool("remember", {"content": "newer note", "namespace": "work"}))
+    await client.call_tool("remember", {"content": "elsewhere", "namespace": "home"})
+
+    def body(result) -> dict:
+        (content,) = result.contents
+        assert content.mime_type == "application/json"
+        return json.loads(content.text)
+
+    stats = body(await client.read_resource("memory://stats"))
+    assert stats["total_memories"] == 3 and stats["memories_by_namespace"] == {"work": 2, "home": 1}
+    names = body(await client.read_resource("memory://namespaces"))
+    assert {n["name"] for n in names["namespaces"]} == {"work", "home"}
+    recent = body(await client.read_resource("memory://work/recent"))
+    assert [m["id"] for m in recent["memories"]] == [second["id"], first["id"]]
+    assert recent["total_in_namespace"] == 2
+    one = body(await client.read_resource(f"memory://memory/{first['id']}"))
+    assert one["content"] == "older note" and one["namespace"] == "work" and one["source"] == "manual"
+
+
+async def test_reading_a_missing_memory_is_a_clear_error(client):
+    from mcp.shared.exceptions import MCPError
+
+    with pytest.raises(MCPError, match="MemoryNotFoundError: Memory not found"):
+        await client.read_resource("memory://memory/00000000-0000-4000-8000-000000000000")
+    with pytest.raises(MCPError, match="ValidationError: invalid namespace"):
+        await client.read_resource("memory://bad%20name!/recent")
+
+
+async def test_prompts_render(client):
+    recall = await client.get_prompt("recall_for_task", {"task": "migrate the billing service", "namespace": "work"})
+    text = recall.messages[0].content.text
+    assert "migrate the billing service" in text and 'namespace="work"' in text and "`recall`" in text
+    summary = await client.get_prompt("save_session_summary", {})
+    assert "remember_batch" in summary.messages[0].content.text
