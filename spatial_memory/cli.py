@@ -102,10 +102,10 @@ def serve() -> None:
         level=settings.log_level,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    from .heap import limit_arenas
+    from .runtime.heap import limit_arenas
 
     limit_arenas()  # before any thread starts
-    from . import stdio_pipes
+    from .transport import stdio_pipes
 
     if settings.fast_handshake and stdio_pipes.pipes_on_stdio():
         _serve_with_fast_handshake(settings)
@@ -120,8 +120,8 @@ def _serve_with_fast_handshake(settings) -> None:
     requests go out (handshake.py); then hand the wire to the SDK."""
     import threading
 
-    from .handshake import HandshakeCache, fingerprint, serve_until_ready
-    from .stdio_pipes import claim_wire
+    from .transport.handshake import HandshakeCache, fingerprint, serve_until_ready
+    from .transport.stdio_pipes import claim_wire
 
     wire_in, wire_out = claim_wire()
     cache = HandshakeCache(settings.handshake_cache_dir, fingerprint(settings))

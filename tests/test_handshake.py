@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from spatial_memory.config import Settings
-from spatial_memory.handshake import HandshakeCache, Recorder, cache_key, fingerprint
+from spatial_memory.transport.handshake import HandshakeCache, Recorder, cache_key, fingerprint
 
 from .conftest import HashEmbedder, data
 
@@ -196,3 +196,12 @@ async def test_cached_answers_depend_only_on_the_fingerprinted_settings(tmp_path
     assert fingerprint(plain) == fingerprint(unrelated)
     assert await answers(plain) != await answers(limits)
     assert fingerprint(plain) != fingerprint(limits)
+
+
+def test_the_fingerprint_covers_every_module_of_the_package():
+    from spatial_memory.transport.handshake import fingerprint_sources
+
+    package = Path(__file__).resolve().parents[1] / "spatial_memory"
+    sources = set(fingerprint_sources())
+    for module in ("tools/memory.py", "tools/arguments.py", "storage/store.py", "server/app.py", "__init__.py"):
+        assert (package / module).resolve() in sources, module

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..config import Settings
 from ..errors import StorageError
-from ..heap import trim
+from .heap import trim
 from .shutdown import WorkerCalls
 
 if TYPE_CHECKING:  # numpy costs 0.1 s of start-up, before tools/list

@@ -23,8 +23,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 
 from ..errors import SpatialMemoryError
-from ..handshake import Handover, HandshakeCache, Recorder
 from ..tools.calls import failure, internal_failure
+from ..transport.handshake import Handover, HandshakeCache, Recorder
 from ..validation import argument_problem
 
 log = logging.getLogger("spatial_memory.tools")
@@ -100,7 +100,7 @@ class SpatialMemoryMCPServer(MCPServer):
         from mcp.server.stdio import stdio_server
         from mcp.shared.message import SessionMessage
 
-        from .. import stdio_pipes
+        from ..transport import stdio_pipes
 
         # The whole session, transport included, so a signal also ends the SDK's stdin reader.
         with anyio.CancelScope() as session:

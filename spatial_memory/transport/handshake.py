@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .config import Settings
+    from ..config import Settings
 
 log = logging.getLogger(__name__)
 
@@ -56,32 +56,38 @@ def fingerprint(settings: Settings) -> str:
     """This build's code, the installed SDK, the Python version and the settings the answers
     depend on (the limits in the tool schemas: tests/test_handshake.py checks that no other
     setting changes an answer)."""
-    from .limits import SCHEMA_SETTINGS
+    from ..limits import SCHEMA_SETTINGS
 
     digest = hashlib.sha256(sys.version.encode())
     digest.update(json.dumps({name: getattr(settings, name) for name in SCHEMA_SETTINGS}, sort_keys=True).encode())
-    package = Path(__file__).resolve().parent
-    sources = []
-    for name in ("mcp", "mcp_types"):
-        try:
-            import importlib.util
-
-            spec = importlib.util.find_spec(name)
-        except (ImportError, ValueError):
-            spec = None
-        if spec is not None and spec.origin:
-            sources.append(Path(spec.origin))
-    try:  # every module of the package: a moved or renamed file changes the fingerprint too
-        sources += sorted(package.rglob("*.py"))
-    except OSError:
-        pass
-    for path in sources:
+    for path in fingerprint_sources():
         try:
             st = path.stat()
         except OSError:
             continue
         digest.update(f"{path}:{st.st_size}:{st.st_mtime_ns}".encode())
     return digest.hexdigest()[:20]
+
+
+def fingerprint_sources() -> list[Path]:
+    """The files whose change invalidates cached answers: the SDK's packages and every module of
+    this package (subpackages included, so a moved or renamed module counts too)."""
+    import importlib.util
+
+    sources = []
+    for name in ("mcp", "mcp_types"):
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None and spec.origin:
+            sources.append(Path(spec.origin))
+    package = Path(__file__).resolve().parents[1]  # spatial_memory/
+    try:
+        sources += sorted(package.rglob("*.py"))
+    except OSError:
+        pass
+    return sources
 
 
 class HandshakeCache:
