@@ -98,7 +98,7 @@ def main() -> None:
 
     from spatial_memory.config import Settings
     from spatial_memory.runtime.resources import Resources
-    from spatial_memory.services.memory import MemoryService
+    from spatial_memory.server.app import App
     from spatial_memory.storage.records import NewMemory
 
     conversations = locomo.load(args.path)
@@ -109,25 +109,25 @@ def main() -> None:
 
     embedder = CachedEmbedder(EmbeddingRouter(cache_dir=root / "models"))
     resources = Resources(Settings(path=root / "store", preload=False), embedder)
-    service = MemoryService(resources)
+    app = App(resources)
     started = time.perf_counter()
     dia_of: dict[str, str] = {}
     for conv in conversations:
         items = [NewMemory(t.text, namespace=conv.sample_id, metadata={"dia_id": t.dia_id}) for t in conv.turns]
-        records = service.build_records(items)
-        service.store_records(records)
+        records = app.memory.build_records(items)
+        app.memory.store_records(records)
         dia_of.update({r.id: r.metadata["dia_id"] for r in records})
     resources.store().compact()  # steady state: every row in the full-text index
     turns = sum(len(c.turns) for c in conversations)
     print(f"stored {turns} turns of {len(conversations)} conversations in {time.perf_counter() - started:.1f} s")
 
     def vector(conv: locomo.Conversation, question: str) -> list[str]:
-        hits = service.search(question, limit=10, namespace=conv.sample_id)
+        hits = app.search.search(question, limit=10, namespace=conv.sample_id)
         return [dia_of[h.record.id] for h in hits]
 
     def hybrid(alpha: float) -> Callable[[locomo.Conversation, str], list[str]]:
         def rank(conv: locomo.Conversation, question: str) -> list[str]:
-            hits = service.hybrid_search(question, alpha=alpha, limit=10, namespace=conv.sample_id)
+            hits = app.search.hybrid_search(question, alpha=alpha, limit=10, namespace=conv.sample_id)
             return [dia_of[h.record.id] for h in hits]
 
         return rank

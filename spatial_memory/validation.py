@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from .config import Settings
@@ -138,3 +139,18 @@ def metadata(value: dict[str, Any] | None, settings: Settings) -> dict[str, Any]
     if len(encoded.encode()) > settings.max_metadata_bytes:
         raise ValidationError(f"metadata is larger than {settings.max_metadata_bytes:,} bytes")
     return json.loads(encoded)
+
+
+def number_in(name: str, value: Any, low: float, high: float) -> float:
+    """A finite number within [low, high] (bools refused)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValidationError(f"{name} must be a number from {low:g} to {high:g}")
+    if not low <= value <= high:
+        raise ValidationError(f"{name} must be between {low:g} and {high:g}, got {value:g}")
+    return float(value)
+
+
+def one_of(name: str, value: Any, allowed: Sequence[str]) -> str:
+    if value not in allowed:
+        raise ValidationError(f"{name} must be one of {', '.join(allowed)}; got {str(value)[:40]!r}")
+    return value

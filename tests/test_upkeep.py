@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from types import SimpleNamespace
 
-from spatial_memory.runtime.resources import Upkeep
+from spatial_memory.storage.upkeep import Upkeep
 
 
 class FakeStore:

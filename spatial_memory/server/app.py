@@ -37,15 +37,25 @@ class App:
     resources: Resources
 
     def __post_init__(self) -> None:
+        from ..services.consolidation import ConsolidationService
+        from ..services.extraction import ExtractionService
         from ..services.lifecycle import LifecycleService
         from ..services.memory import MemoryService
+        from ..services.namespaces import NamespaceService
+        from ..services.portability import PortabilityService
+        from ..services.search import SearchService
         from ..services.spatial import SpatialService
         from ..services.visualization import VisualizationService
 
         self.memory = MemoryService(self.resources)
+        self.search = SearchService(self.resources)
+        self.namespaces = NamespaceService(self.resources)
+        self.portability = PortabilityService(self.resources)
         self.spatial = SpatialService(self.resources)
         self.visualization = VisualizationService(self.resources)
         self.lifecycle = LifecycleService(self.resources)
+        self.extraction = ExtractionService(self.resources, self.memory)
+        self.consolidation = ConsolidationService(self.resources)
 
 
 def create_server(settings: Settings, *, embedder: Embedder | None = None) -> SpatialMemoryMCPServer:

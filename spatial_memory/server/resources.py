@@ -38,7 +38,7 @@ async def _read(server: SpatialMemoryMCPServer, fn: Callable[[Any], pydantic.Bas
 def register_resources(server: SpatialMemoryMCPServer) -> None:
     @server.resource("memory://stats", name="stats", description="Store statistics (the stats tool).", mime_type=JSON)
     async def stats() -> str:
-        return await _read(server, lambda app: app.memory.stats(include_index_details=False))
+        return await _read(server, lambda app: app.namespaces.stats(include_index_details=False))
 
     @server.resource(
         "memory://namespaces",
@@ -47,7 +47,7 @@ def register_resources(server: SpatialMemoryMCPServer) -> None:
         mime_type=JSON,
     )
     async def namespaces() -> str:
-        return await _read(server, lambda app: app.memory.namespaces(include_stats=True))
+        return await _read(server, lambda app: app.namespaces.namespaces(include_stats=True))
 
     @server.resource(
         "memory://{namespace}/recent",

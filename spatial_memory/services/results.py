@@ -8,6 +8,14 @@ from pydantic import BaseModel, Field
 
 from ..storage.records import MemoryRecord, ScoredMemory, iso
 
+PREVIEW_CHARS = 100
+
+
+def content_preview(content: str, limit: int = PREVIEW_CHARS) -> str:
+    """The content on one line, cut to `limit` characters with "..." when longer."""
+    flat = " ".join(content.split())
+    return flat if len(flat) <= limit else flat[:limit].rstrip() + "..."
+
 
 class MemoryItem(BaseModel):
     id: str

@@ -25,6 +25,12 @@ def utc_now() -> datetime:
     return datetime.now(timezone.utc)
 
 
+def as_utc(moment: datetime | None) -> datetime:
+    """The moment in UTC (naive = UTC); now when None."""
+    moment = moment or utc_now()
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+
+
 def new_id() -> str:
     return str(uuid.uuid4())
 

@@ -107,7 +107,7 @@ def register(tools: ToolSet, a: Arguments) -> None:
         start_pos/end_pos of the statement in the text."""
         return await call(
             ctx,
-            lambda app: app.lifecycle.extract(
+            lambda app: app.extraction.extract(
                 text,
                 namespace=namespace,
                 min_confidence=min_confidence,
@@ -142,7 +142,7 @@ def register(tools: ToolSet, a: Arguments) -> None:
         others in one commit, so nothing can be lost half-way."""
         return await call(
             ctx,
-            lambda app: app.lifecycle.consolidate(
+            lambda app: app.consolidation.consolidate(
                 namespace,
                 similarity_threshold=similarity_threshold,
                 strategy=strategy,

@@ -21,13 +21,13 @@ def register(tools: ToolSet, a: Arguments) -> None:
     ) -> Annotated[CallToolResult, StatsResult]:
         """Store statistics: counts per namespace, size on disk, indexes, fragments, date range."""
         return await call(
-            ctx, lambda app: app.memory.stats(namespace=namespace, include_index_details=include_index_details)
+            ctx, lambda app: app.namespaces.stats(namespace=namespace, include_index_details=include_index_details)
         )
 
     @tools.tool(READ_ONLY)
     async def namespaces(ctx: Context, include_stats: bool = True) -> Annotated[CallToolResult, NamespacesResult]:
         """List namespaces with memory counts and date ranges."""
-        return await call(ctx, lambda app: app.memory.namespaces(include_stats=include_stats))
+        return await call(ctx, lambda app: app.namespaces.namespaces(include_stats=include_stats))
 
     @tools.tool(DESTRUCTIVE)
     async def delete_namespace(
@@ -37,7 +37,7 @@ def register(tools: ToolSet, a: Arguments) -> None:
         dry_run: bool = True,
     ) -> Annotated[CallToolResult, DeleteNamespaceResult]:
         """Delete every memory in a namespace. Preview with dry_run=true (the default); deleting needs confirm=true."""
-        return await call(ctx, lambda app: app.memory.delete_namespace(namespace, confirm=confirm, dry_run=dry_run))
+        return await call(ctx, lambda app: app.namespaces.delete_namespace(namespace, confirm=confirm, dry_run=dry_run))
 
     @tools.tool(CHANGING)
     async def rename_namespace(
@@ -46,4 +46,4 @@ def register(tools: ToolSet, a: Arguments) -> None:
         ctx: Context,
     ) -> Annotated[CallToolResult, RenameNamespaceResult]:
         """Move every memory of a namespace to a new namespace name, all at once."""
-        return await call(ctx, lambda app: app.memory.rename_namespace(old_namespace, new_namespace))
+        return await call(ctx, lambda app: app.namespaces.rename_namespace(old_namespace, new_namespace))

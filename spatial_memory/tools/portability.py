@@ -41,7 +41,7 @@ def register(tools: ToolSet, a: Arguments) -> None:
         """Export memories (all, or one namespace) to a Parquet, JSON or CSV file, written atomically."""
         return await call(
             ctx,
-            lambda app: app.memory.export_memories(
+            lambda app: app.portability.export_memories(
                 output_path, format=format, namespace=namespace, include_vectors=include_vectors
             ),
         )
@@ -91,7 +91,7 @@ def register(tools: ToolSet, a: Arguments) -> None:
         the store, timestamps, importance, tags, metadata and access counts are kept."""
         return await call(
             ctx,
-            lambda app: app.memory.import_memories(
+            lambda app: app.portability.import_memories(
                 source_path,
                 format=format,
                 namespace_override=namespace_override,

@@ -36,7 +36,7 @@ def register(tools: ToolSet, a: Arguments) -> None:
         """Find the memories most similar in meaning to the query, best first."""
         return await call(
             ctx,
-            lambda app: app.memory.recall(
+            lambda app: app.search.recall(
                 query,
                 limit=limit,
                 namespace=namespace,
@@ -67,7 +67,7 @@ def register(tools: ToolSet, a: Arguments) -> None:
         similarity is always the cosine similarity to the query, which min_similarity applies to."""
         return await call(
             ctx,
-            lambda app: app.memory.hybrid_recall(
+            lambda app: app.search.hybrid_recall(
                 query,
                 alpha=alpha,
                 limit=limit,
@@ -86,4 +86,4 @@ def register(tools: ToolSet, a: Arguments) -> None:
         namespace: a.namespace_filter = None,
     ) -> Annotated[CallToolResult, NearbyResult]:
         """Find the memories closest to a given memory."""
-        return await call(ctx, lambda app: app.memory.nearby(memory_id, limit=limit, namespace=namespace))
+        return await call(ctx, lambda app: app.search.nearby(memory_id, limit=limit, namespace=namespace))

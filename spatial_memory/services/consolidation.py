@@ -1,0 +1,206 @@
+"""consolidate: near-duplicate memories of a namespace merged, in one commit."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from contextlib import nullcontext
+from dataclasses import replace as dc_replace
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from .. import validation as check
+from ..errors import (
+    ConsolidationError,
+    NamespaceNotFoundError,
+    StorageError,
+    ValidationError,
+)
+from ..limits import DUPLICATE_SIMILARITY
+from ..storage.filters import build_filter
+from ..storage.records import MemoryRecord, as_utc
+from .base import Service
+from .lifecycle import DECAY_STATE_KEY
+from .results import (
+    ConsolidateResult,
+    ConsolidationGroup,
+)
+
+STRATEGIES = ("keep_newest", "keep_oldest", "keep_highest_importance", "merge_content")
+CONSOLIDATED_FROM_KEY = "consolidated_from"
+
+
+class ConsolidationService(Service):
+    def consolidate(
+        self,
+        namespace: str,
+        *,
+        similarity_threshold: float = 0.85,
+        strategy: str = "keep_highest_importance",
+        dry_run: bool = True,
+        max_groups: int = 50,
+        now: datetime | None = None,
+    ) -> ConsolidateResult:
+        from ..algorithms.grouping import mean_pairwise_similarity
+
+        if not isinstance(namespace, str) or not namespace:
+            raise ValidationError("namespace is required: consolidation works inside one namespace")
+        similarity_threshold = check.number_in("similarity_threshold", similarity_threshold, *DUPLICATE_SIMILARITY)
+        check.one_of("strategy", strategy, STRATEGIES)
+        if isinstance(max_groups, bool) or not isinstance(max_groups, int) or not 1 <= max_groups <= 100:
+            raise ValidationError("max_groups must be an integer from 1 to 100")
+        now = as_utc(now)
+        store = self._r.store()
+        self.require_namespace(store, namespace)
+        if not dry_run:
+            self._r.upkeep.flush()
+
+        with nullcontext() if dry_run else store.exclusive():
+            records = store.scan(build_filter(namespace=namespace), with_vectors=True)
+            if not records:
+                raise NamespaceNotFoundError(f"Namespace not found: '{namespace}'. Use namespaces to list them.")
+            records.sort(key=lambda r: (r.created_at, r.id))
+            vectors = np.stack([np.asarray(r.vector, dtype=np.float32) for r in records])
+            all_groups = self._duplicate_groups(records, vectors, similarity_threshold)
+            groups = all_groups[:max_groups]
+
+            plans = []
+            for group in groups:
+                members = [records[i] for i in group]
+                rep = self._representative(members, strategy)
+                others = sorted((m for m in members if m.id != rep.id), key=lambda m: (m.created_at, m.id))
+                kept, reason = self._kept_record(rep, others, strategy, now)
+                plans.append((rep, others, kept, reason, mean_pairwise_similarity(vectors[group])))
+
+            if not dry_run:
+                to_embed = [p[2] for p in plans if p[2] is not None and p[2].vector is None]
+                if to_embed:
+                    fresh = self._r.embedder.embed_documents([k.content for k in to_embed])
+                    for record, vector in zip(to_embed, fresh, strict=True):
+                        record.vector = np.asarray(vector, dtype=np.float32)
+                new_records = [p[2] for p in plans if p[2] is not None]
+                delete_ids = [o.id for p in plans if p[2] is not None for o in p[1]]
+                if new_records:
+                    try:
+                        store.replace(new_records, delete_ids)
+                    except StorageError as exc:
+                        raise ConsolidationError(
+                            "Consolidation failed and nothing was changed (the merge and the deletions are one "
+                            f"commit): {exc.message[:300]}"
+                        ) from exc
+        if not dry_run and any(p[2] is not None for p in plans):
+            self._r.upkeep.poke()
+
+        action = "preview" if dry_run else ("merged" if strategy == "merge_content" else "deleted")
+        out = [
+            ConsolidationGroup(
+                representative_id=rep.id,
+                member_ids=[rep.id, *(o.id for o in others)],
+                avg_similarity=round(similarity, 6),
+                action_taken=action if kept is not None else "skipped",
+                reason=reason,
+            )
+            for rep, others, kept, reason, similarity in plans
+        ]
+        done = [p for p in plans if p[2] is not None]
+        return ConsolidateResult(
+            groups_found=len(all_groups),
+            memories_merged=len(done),
+            memories_deleted=sum(len(p[1]) for p in done),
+            groups=out,
+            dry_run=dry_run,
+        )
+
+    @staticmethod
+    def _duplicate_groups(records: list[MemoryRecord], vectors: np.ndarray, threshold: float) -> list[list[int]]:
+        """Near-duplicate groups (complete linkage) among memories with equal detail signatures,
+        split where two members use opposite words (see spatial_memory.text.details)."""
+        from ..algorithms.grouping import near_duplicate_groups
+        from ..text.details import detail_signature, opposed, polarity
+
+        classes: dict[tuple, list[int]] = defaultdict(list)
+        for i, record in enumerate(records):
+            classes[detail_signature(record.content)].append(i)
+        groups: list[list[int]] = []
+        for members in classes.values():
+            if len(members) < 2:
+                continue
+            for group in near_duplicate_groups(vectors[members], threshold):
+                polar = {members[k]: polarity(records[members[k]].content) for k in group}
+                parts: list[list[int]] = []
+                for index in sorted(polar):
+                    home = next((p for p in parts if not any(opposed(polar[index], polar[j]) for j in p)), None)
+                    if home is None:
+                        parts.append([index])
+                    else:
+                        home.append(index)
+                groups.extend(p for p in parts if len(p) >= 2)
+        groups.sort(key=lambda g: (-len(g), g[0]))
+        return groups
+
+    @staticmethod
+    def _representative(members: list[MemoryRecord], strategy: str) -> MemoryRecord:
+        if strategy == "keep_newest":
+            return max(members, key=lambda m: (m.created_at, m.importance, m.id))
+        if strategy == "keep_oldest":
+            return min(members, key=lambda m: (m.created_at, -m.importance, m.id))
+        # keep_highest_importance and merge_content: the most important, then most used, then newest
+        return max(members, key=lambda m: (m.importance, m.access_count, m.created_at, m.id))
+
+    def _kept_record(
+        self, rep: MemoryRecord, others: list[MemoryRecord], strategy: str, now: datetime
+    ) -> tuple[MemoryRecord | None, str | None]:
+        """The row that replaces the group (vector None = needs embedding), or (None, reason)."""
+        s = self._settings
+        members = [rep, *others]
+        tags = list(dict.fromkeys(t for m in members for t in m.tags))
+        lineage: list[str] = []
+        for m in members:
+            previous = m.metadata.get(CONSOLIDATED_FROM_KEY)
+            if m is not rep:
+                lineage.append(m.id)
+            if isinstance(previous, list):
+                lineage.extend(str(x) for x in previous)
+        lineage = [i for i in dict.fromkeys(lineage) if i != rep.id]
+
+        if strategy == "merge_content":
+            from ..text.details import merge_texts
+
+            content = merge_texts([m.content for m in members])
+            metadata: dict[str, Any] = {}
+            for m in members:
+                for key, value in m.metadata.items():
+                    metadata.setdefault(key, value)
+            metadata.pop(DECAY_STATE_KEY, None)
+            metadata[CONSOLIDATED_FROM_KEY] = lineage
+            kept = dc_replace(
+                rep,
+                content=content,
+                tags=tags,
+                metadata=metadata,
+                importance=max(m.importance for m in members),
+                access_count=sum(m.access_count for m in members),
+                created_at=min(m.created_at for m in members),
+                last_accessed=max(m.last_accessed for m in members),
+                updated_at=now,
+                source="consolidated",
+                vector=rep.vector if content == rep.content else None,
+            )
+        else:
+            metadata = dict(rep.metadata)
+            metadata[CONSOLIDATED_FROM_KEY] = lineage
+            kept = dc_replace(rep, tags=tags, metadata=metadata, updated_at=now)
+
+        if len(kept.content) > s.max_content_length:
+            return None, (
+                f"the merged content would be {len(kept.content):,} characters (maximum {s.max_content_length:,}); "
+                "use a keep_* strategy or shorten these memories"
+            )
+        if len(kept.tags) > s.max_tags:
+            return None, f"the union of tags would have {len(kept.tags)} tags (maximum {s.max_tags})"
+        size = len(json.dumps(kept.metadata, ensure_ascii=False).encode())
+        if size > s.max_metadata_bytes:
+            return None, f"the merged metadata would be {size:,} bytes (maximum {s.max_metadata_bytes:,})"
+        return kept, None

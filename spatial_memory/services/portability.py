@@ -1,0 +1,254 @@
+"""Export to files and import from them (ours or the reference implementation's)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import validation as check
+from ..errors import (
+    MemoryImportError,
+    NamespaceNotFoundError,
+    ValidationError,
+)
+from ..limits import DUPLICATE_SIMILARITY
+from ..storage.filters import build_filter
+from ..storage.records import MemoryRecord, new_id
+from .base import Service
+from .duplicates import near_copies
+from .results import (
+    ExportResult,
+    ImportedMemoryPreview,
+    ImportResult,
+    ImportValidationError,
+    content_preview,
+)
+
+MAX_REPORTED_PROBLEMS = 100
+
+
+def _same_model(a: str, b: str) -> bool:
+    from ..embeddings.router import canonical_model_id
+
+    return canonical_model_id(a).lower() == canonical_model_id(b).lower()
+
+
+def _check_import_vectors(parsed, model_id: str, dim: int) -> None:
+    """File-level checks on imported vectors before any record is looked at."""
+    from ..errors import DimensionMismatchError
+    from ..portability.formats import vector_lengths
+
+    if parsed.vectors is None or all(v is None or (isinstance(v, str) and not v.strip()) for v in parsed.vectors):
+        raise ValidationError(
+            "The file has no embedding vectors: pass regenerate_embeddings=true to embed the imported "
+            "content with this server's model."
+        )
+    lengths = vector_lengths(parsed.vectors)
+    found = parsed.dim if parsed.dim and parsed.dim != dim else (next(iter(lengths)) if len(lengths) == 1 else dim)
+    if found != dim:
+        raise DimensionMismatchError(
+            f"The file's vectors have {found} dimensions but this store uses {dim} ({model_id}). "
+            "Pass regenerate_embeddings=true to re-embed the content with this server's model."
+        )
+    if parsed.model_id and not _same_model(str(parsed.model_id), model_id):
+        raise ValidationError(
+            f"The file's vectors come from the model '{parsed.model_id}' but this store uses '{model_id}'; "
+            "vectors of different models cannot be mixed. Pass regenerate_embeddings=true to re-embed the content."
+        )
+
+
+def _import_records(candidates, taken: set[str]) -> tuple[list[MemoryRecord], int]:
+    """Records for the checked candidates; an id is kept when it is free (not stored, not repeated)."""
+    records: list[MemoryRecord] = []
+    seen: set[str] = set()
+    new_ids = 0
+    for c in candidates:
+        memory_id = c.id
+        if memory_id is None or memory_id in taken or memory_id in seen:
+            memory_id = new_id()
+            new_ids += 1
+        seen.add(memory_id)
+        records.append(
+            MemoryRecord(
+                id=memory_id,
+                content=c.content,
+                namespace=c.namespace,
+                tags=c.tags,
+                importance=c.importance,
+                source=c.source,
+                metadata=c.metadata,
+                created_at=c.created_at,
+                updated_at=c.updated_at,
+                last_accessed=c.last_accessed,
+                access_count=c.access_count,
+                vector=c.vector,
+            )
+        )
+    return records, new_ids
+
+
+def _existing_ids(store, ids: list[str]) -> set[str]:
+    found: set[str] = set()
+    unique = list(dict.fromkeys(ids))
+    for start in range(0, len(unique), 1000):
+        chunk = build_filter(ids=unique[start : start + 1000])
+        found.update(store.scan_arrow(["id"], chunk).column("id").to_pylist())
+    return found
+
+
+class PortabilityService(Service):
+    def export_memories(
+        self,
+        output_path: str,
+        *,
+        format: str | None = None,
+        namespace: str | None = None,
+        include_vectors: bool | None = None,
+    ) -> ExportResult:
+        """Write memories (all, or one namespace) to a file in an allowed export directory.
+
+        Vectors are included by default for parquet and json, and left out of csv unless
+        include_vectors=true. The file is written beside the target and renamed into place.
+        """
+        import time
+
+        from ..portability import formats as portability
+        from ..portability import paths
+        from ..storage.store import SUMMARY_COLUMNS
+
+        started = time.perf_counter()
+        if not isinstance(output_path, str) or not output_path.strip():
+            raise ValidationError("output_path cannot be empty")
+        target = paths.resolve_export_path(output_path, self._settings.allowed_export_dirs)
+        fmt = portability.format_for(target, format, for_export=True)
+        with_vectors = bool(include_vectors) if include_vectors is not None else fmt != "csv"
+        store = self._r.store()
+        # Recalls' access counts wait for a pause before they are written; the export must
+        # carry every one made before it.
+        self._r.upkeep.flush()
+        flt = build_filter(namespace=namespace) if namespace is not None else None
+        table = store.scan_arrow(SUMMARY_COLUMNS + (["vector"] if with_vectors else []), flt)
+        if namespace is not None and table.num_rows == 0:
+            raise NamespaceNotFoundError(f"Namespace not found: '{namespace}'. Use namespaces to list them.")
+        table = table.sort_by([("created_at", "ascending"), ("id", "ascending")])
+        header = portability.ExportHeader(store.model_id, store.dim, with_vectors)
+        size = portability.write_export(target, table, fmt, header)
+        return ExportResult(
+            format=fmt,
+            output_path=str(target),
+            memories_exported=table.num_rows,
+            file_size_bytes=size,
+            file_size_mb=round(size / 1_048_576, 6),
+            namespaces_included=sorted(set(table.column("namespace").to_pylist())),
+            duration_seconds=round(time.perf_counter() - started, 4),
+            compression="zstd" if fmt == "parquet" else None,
+            include_vectors=with_vectors,
+        )
+
+    def import_memories(
+        self,
+        source_path: str,
+        *,
+        format: str | None = None,
+        namespace_override: str | None = None,
+        deduplicate: bool = False,
+        dedup_threshold: float = 0.95,
+        validate: bool = True,
+        regenerate_embeddings: bool = False,
+        dry_run: bool = True,
+    ) -> ImportResult:
+        """Import memories from a parquet, json or csv file in an allowed import directory.
+
+        All or nothing: every record is read and checked before anything is stored, and the
+        import is one commit. With validate=true (default) one invalid record fails the whole
+        import (run dry_run=true to list every problem); with validate=false invalid records
+        are skipped and reported. Ids are kept when they are UUIDs not already in the store
+        (else new ids); timestamps, importance, tags, metadata, source and access counts are
+        kept. deduplicate skips records whose cosine similarity to a memory of the same
+        namespace, already stored or earlier in the file, is at least dedup_threshold.
+        """
+        import contextlib
+        import time
+
+        from ..portability import formats as portability
+        from ..portability import paths
+
+        started = time.perf_counter()
+        s = self._settings
+        if not isinstance(source_path, str) or not source_path.strip():
+            raise ValidationError("source_path cannot be empty")
+        if namespace_override is not None:
+            check.namespace(namespace_override, s, field="namespace_override")
+        low, high = DUPLICATE_SIMILARITY
+        if isinstance(dedup_threshold, bool) or not low <= dedup_threshold <= high:
+            raise ValidationError(f"dedup_threshold must be between {low} and {high}")
+        source = paths.resolve_import_path(source_path, s.allowed_import_dirs)
+        fmt = portability.format_for(source, format, for_export=False)
+        data = paths.read_regular_file(source, source_path, int(s.max_import_file_mb * 1_048_576))
+        parsed = portability.parse_file(data, fmt, max_records=s.max_import_records)
+        del data
+        store = self._r.store()
+        if not regenerate_embeddings and parsed.total:
+            _check_import_vectors(parsed, store.model_id, store.dim)
+        candidates, problems = portability.check_rows(
+            parsed,
+            s,
+            namespace_override=namespace_override,
+            dim=None if regenerate_embeddings else store.dim,
+            need_vectors=not regenerate_embeddings,
+        )
+        failed = len({p.row_number for p in problems})
+        if problems and validate and not dry_run:
+            listed = "; ".join(
+                f"row {p.row_number} {p.field}: {p.error}" + (f" (value: {p.value[:40]})" if p.value else "")
+                for p in problems[:5]
+            )
+            raise MemoryImportError(
+                f"{failed} of {parsed.total} records are invalid, nothing was imported. {listed}"
+                + (" ..." if len(problems) > 5 else "")
+                + ". Run with dry_run=true to list every problem, or validate=false to skip invalid records."
+            )
+        if regenerate_embeddings and candidates and (deduplicate or not dry_run):
+            vectors = self._r.embedder.embed_documents([c.content for c in candidates])
+            for candidate, vector in zip(candidates, vectors, strict=True):
+                candidate.vector = np.asarray(vector, dtype=np.float32)
+        duplicates: set[int] = set()
+        if deduplicate and candidates:
+            copies = near_copies(
+                store, [c.namespace for c in candidates], np.stack([c.vector for c in candidates]), dedup_threshold
+            )
+            duplicates = {i for i, copy in enumerate(copies) if copy is not None}
+        keep = [c for i, c in enumerate(candidates) if i not in duplicates]
+        # The id check and the write under the store lock: no other writer takes an id in between.
+        with contextlib.nullcontext() if dry_run else store.exclusive():
+            taken = _existing_ids(store, [c.id for c in keep if c.id])
+            records, new_ids = _import_records(keep, taken)
+            if not dry_run and records:
+                store.add(records)  # one commit: every record or none
+        if not dry_run and records:
+            self._r.upkeep.poke()
+        preview = [] if dry_run else records[:10]
+        return ImportResult(
+            source_path=str(source),
+            format=fmt,
+            total_records_in_file=parsed.total,
+            memories_imported=0 if dry_run else len(records),
+            memories_skipped=len(duplicates),
+            memories_failed=failed,
+            validation_errors=[
+                ImportValidationError(row_number=p.row_number, field=p.field, error=p.error, value=p.value)
+                for p in problems[:MAX_REPORTED_PROBLEMS]
+            ],
+            namespace_override=namespace_override,
+            duration_seconds=round(time.perf_counter() - started, 4),
+            dry_run=dry_run,
+            imported_memories=[
+                ImportedMemoryPreview(
+                    id=r.id,
+                    content_preview=content_preview(r.content),
+                    namespace=r.namespace,
+                )
+                for r in preview
+            ],
+            would_import=len(records),
+            new_ids_assigned=new_ids,
+        )

@@ -1,0 +1,125 @@
+"""Background upkeep of the store: recorded recall accesses written in batches, compaction."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from ..errors import StorageError
+from ..runtime.heap import trim
+
+if TYPE_CHECKING:
+    from ..runtime.resources import Resources
+
+log = logging.getLogger(__name__)
+
+
+class Upkeep:
+    """A background thread that writes recorded recall accesses and compacts the table.
+
+    Recall stays fast because access bookkeeping is batched here instead of costing a
+    commit per query; compaction keeps fragment counts (and so search latency) low.
+    Writing the access counts rewrites rows and takes the CPU for a few hundred ms, so it
+    waits for a pause between requests (QUIET_SECONDS) - or, under load that never
+    pauses, for at most MAX_DEFER_SECONDS. Writes poke the thread to run at once.
+    """
+
+    QUIET_SECONDS = 0.25
+    MAX_DEFER_SECONDS = 30.0
+
+    def __init__(self, resources: Resources) -> None:
+        self._resources = resources
+        self._pending: Counter[str] = Counter()
+        self._pending_since: float | None = None
+        self._lock = threading.Lock()
+        self._flush_lock = threading.Lock()
+        self._wake = threading.Event()
+        self._poked = False
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._calls_running = 0
+        self._last_call = 0.0
+
+    def record_access(self, ids: Iterable[str]) -> None:
+        with self._lock:
+            if not self._pending:
+                self._pending_since = time.monotonic()
+            self._pending.update(ids)
+
+    def call_started(self) -> None:
+        with self._lock:
+            self._calls_running += 1
+            self._last_call = time.monotonic()
+
+    def call_finished(self) -> None:
+        with self._lock:
+            self._calls_running -= 1
+            self._last_call = time.monotonic()
+
+    def _may_run_now(self) -> bool:
+        with self._lock:
+            now = time.monotonic()
+            quiet = self._calls_running == 0 and now - self._last_call >= self.QUIET_SECONDS
+            overdue = self._pending_since is not None and now - self._pending_since >= self.MAX_DEFER_SECONDS
+            return quiet or overdue
+
+    def poke(self) -> None:
+        self._poked = True
+        self._wake.set()
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="spatial-memory-upkeep", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+            self._thread = None
+        self.run_once(compact=False)
+
+    def _loop(self) -> None:
+        interval = max(self._resources.settings.access_flush_seconds, 0.05)
+        while not self._stopping.is_set():
+            self._wake.wait(timeout=interval)
+            self._wake.clear()
+            if self._stopping.is_set():
+                break
+            poked, self._poked = self._poked, False
+            if poked or self._may_run_now():
+                self.run_once()
+
+    def flush(self) -> None:
+        """Write pending recall access counts now, for a caller about to read them (export, the
+        lifecycle tools); returns only once counts already being written have landed too."""
+        self.run_once(compact=False)
+
+    def run_once(self, *, compact: bool = True) -> None:
+        if not self._resources.store_is_open:
+            return
+        store = self._resources.store()
+        try:
+            # One access write at a time, so a flush waits for counts the thread has taken but
+            # not yet written. Compaction stays outside: an index rebuild it starts can take
+            # many minutes at a million rows, and no flush should wait for that.
+            with self._flush_lock:
+                with self._lock:
+                    pending, self._pending, self._pending_since = self._pending, Counter(), None
+                if pending:
+                    store.record_access(dict(pending))
+            compacted = compact and store.needs_compaction()
+            if compacted:
+                store.compact()
+            store.refresh_exact()
+            if compacted:
+                trim()  # compaction and the reload leave large freed buffers behind
+        except StorageError as exc:
+            log.warning("upkeep: %s", exc)
+        except Exception:  # noqa: BLE001 - the upkeep thread must survive anything
+            log.exception("upkeep failed")
