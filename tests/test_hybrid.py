@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from spatial_memory.config import Settings
+from spatial_memory.storage.fulltext import MAX_QUERY_TERMS, match_text
 from spatial_memory.storage.records import MemoryRecord, new_id
-from spatial_memory.storage.store import MAX_QUERY_TERMS, MemoryStore, match_text
+from spatial_memory.storage.store import MemoryStore
 
 from .conftest import EVAL_PATH, data
 from .test_protocol_core import assert_error, remember
@@ -102,7 +103,7 @@ def test_new_store_has_native_fts_index_and_keeps_it_current(tmp_path):
 def test_index_created_when_opening_a_store_without_one(tmp_path):
     import lancedb
 
-    from spatial_memory.storage.store import TABLE_NAME, memory_schema
+    from spatial_memory.storage.schema import TABLE_NAME, memory_schema
 
     db = lancedb.connect(str(tmp_path / "db"))
     db.create_table(TABLE_NAME, schema=memory_schema("unit-model", 8))

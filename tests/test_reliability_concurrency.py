@@ -18,8 +18,9 @@ import numpy as np
 import pytest
 
 from spatial_memory.errors import StorageError
+from spatial_memory.storage.locking import LOCK_FILE
 from spatial_memory.storage.records import MemoryRecord, utc_now
-from spatial_memory.storage.store import LOCK_FILE, MemoryStore
+from spatial_memory.storage.store import MemoryStore
 
 from .conftest import data as data_of
 from .reliability import budget, bundled_models, new_store, open_store, stdio_transport  # noqa: F401

@@ -162,7 +162,7 @@ def _export_rows(table: pa.Table) -> Iterable[dict[str, Any]]:
 
 def write_export(path: Path, table: pa.Table, fmt: str, header: ExportHeader) -> int:
     """Write the store rows in `table` (store schema) to `path`; returns the file size."""
-    from ..storage.store import vectors_of
+    from ..storage.schema import vectors_of
 
     vectors = vectors_of(table) if header.include_vectors and table.num_rows else None
 

@@ -62,7 +62,7 @@ def _closest_stored(store, namespace: str, vectors: np.ndarray) -> list[tuple[st
     if total == 0:
         return nothing
     if total <= EXACT_SCAN_LIMIT:
-        from ..storage.store import vectors_of
+        from ..storage.schema import vectors_of
 
         table = store.scan_arrow(["id", "vector"], flt)
         ids = table.column("id").to_pylist()

@@ -113,7 +113,7 @@ class PortabilityService(Service):
 
         from ..portability import formats as portability
         from ..portability import paths
-        from ..storage.store import SUMMARY_COLUMNS
+        from ..storage.schema import SUMMARY_COLUMNS
 
         started = time.perf_counter()
         if not isinstance(output_path, str) or not output_path.strip():

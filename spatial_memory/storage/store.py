@@ -8,16 +8,12 @@ either fully applied or not at all.
 
 from __future__ import annotations
 
-import errno
 import json
 import logging
-import os
-import random
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -26,102 +22,27 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import ConfigurationError, SpatialMemoryError, StorageError
-from ..transport.cancellation import check_cancelled
 from .access_ledger import ACCESS_COLUMNS, FOLD_FRACTION, Access, AccessLedger, accesses_table
+from .connection import LARGE_INDEX_CACHE_BYTES, SMALL_INDEX_CACHE_BYTES, connect
 from .exact_index import UNKNOWN, ExactIndex, Snapshot
 from .filters import Filter, build_filter, metadata_matches, quote
-from .indexing import IndexPolicy, ensure_indexes, vector_index_rows
+from .fulltext import FullTextSearch
+from .indexing import IndexPolicy
+from .locking import INDEX_LOCK_FILE, LOCK_FILE, WRITE_ATTEMPTS, StoreLock, backoff, is_retryable
+from .maintenance import Maintenance
 from .records import MemoryRecord, ScoredMemory, is_uuid, utc_now
+from .schema import (
+    MODEL_KEY,
+    SUMMARY_COLUMNS,
+    TABLE_NAME,
+    TS,
+    NamespaceInfo,
+    memory_schema,
+    rows_to_records,
+)
 
 log = logging.getLogger(__name__)
 
-TABLE_NAME = "memories"
-MODEL_KEY = b"spatial_memory.embedding_model"
-DIM_KEY = b"spatial_memory.embedding_dim"
-SUMMARY_COLUMNS = [
-    "id",
-    "content",
-    "namespace",
-    "tags",
-    "importance",
-    "source",
-    "metadata",
-    "created_at",
-    "updated_at",
-    "last_accessed",
-    "access_count",
-]
-_TS = pa.timestamp("us", tz="UTC")
-
-
-def memory_schema(model_id: str, dim: int) -> pa.Schema:
-    return pa.schema(
-        [
-            pa.field("id", pa.string(), nullable=False),
-            pa.field("content", pa.string(), nullable=False),
-            pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
-            pa.field("created_at", _TS, nullable=False),
-            pa.field("updated_at", _TS, nullable=False),
-            pa.field("last_accessed", _TS, nullable=False),
-            pa.field("access_count", pa.int32(), nullable=False),
-            pa.field("importance", pa.float32(), nullable=False),
-            pa.field("namespace", pa.string(), nullable=False),
-            pa.field("tags", pa.list_(pa.string()), nullable=False),
-            pa.field("source", pa.string(), nullable=False),
-            pa.field("metadata", pa.string(), nullable=False),
-        ],
-        metadata={MODEL_KEY: model_id.encode(), DIM_KEY: str(dim).encode()},
-    )
-
-
-@dataclass
-class NamespaceInfo:
-    name: str
-    memory_count: int
-    oldest: datetime
-    newest: datetime
-
-
-def _rows_to_records(table: pa.Table) -> list[MemoryRecord]:
-    vectors = None
-    if "vector" in table.column_names:
-        vectors = vectors_of(table)
-        table = table.drop_columns(["vector"])
-    records = []
-    for i, row in enumerate(table.to_pylist()):
-        records.append(
-            MemoryRecord(
-                id=row["id"],
-                content=row.get("content", ""),
-                namespace=row.get("namespace", "default"),
-                tags=list(row.get("tags") or []),
-                importance=float(row.get("importance", 0.5)),
-                source=row.get("source", "manual"),
-                metadata=json.loads(row["metadata"]) if row.get("metadata") else {},
-                created_at=row.get("created_at") or utc_now(),
-                updated_at=row.get("updated_at") or utc_now(),
-                last_accessed=row.get("last_accessed") or utc_now(),
-                access_count=int(row.get("access_count", 0)),
-                vector=None if vectors is None else vectors[i],
-            )
-        )
-    return records
-
-
-def _connect(db_path: Path, index_cache_bytes: int):
-    from ..runtime.imports import prepare_lancedb_import
-
-    prepare_lancedb_import()
-    import lancedb
-
-    # Consistency interval 0: every read sees commits made by other processes. The caches are
-    # bounded: by default LanceDB lets them grow to gigabytes, holding every superseded
-    # version of the full-text index that compaction leaves behind.
-    session = lancedb.Session(index_cache_size_bytes=index_cache_bytes, metadata_cache_size_bytes=METADATA_CACHE_BYTES)
-    return lancedb.connect(str(db_path), read_consistency_interval=timedelta(0), session=session)
-
-
-METADATA_CACHE_BYTES = 64 << 20
 # Lance file format of new tables. Every search ends by reading its few result rows at random
 # positions, and format 2.1 does that in a fraction of the time of LanceDB 0.40's default
 # (2.2): measured here, 10 rows of the 11 summary columns out of 300,000 took 3.9-4.6 ms
@@ -130,161 +51,16 @@ DATA_STORAGE_VERSION = "2.1"
 # Up to this many unresolved row addresses are looked up by id; more (after a compaction),
 # by one scan of the id column.
 RESOLVE_BY_ID_MAX = 1024
-# The full-text index of a table below the vector index threshold fits in a few MB; the
-# HNSW index of a million rows needs most of a gigabyte to stay fast.
-SMALL_INDEX_CACHE_BYTES = 64 << 20
-LARGE_INDEX_CACHE_BYTES = 1024 << 20
+
+
+BULK_ROWS = 1000
 
 
 def _written(records: Sequence[MemoryRecord]) -> list[tuple[str, str, np.ndarray]]:
     return [(r.id, r.namespace, np.asarray(r.vector, dtype=np.float32)) for r in records]
 
 
-def vectors_of(table: pa.Table) -> np.ndarray:
-    """The vector column as a (n, dim) float32 array without a Python-level copy per row."""
-    column = table.column("vector").combine_chunks()
-    dim = column.type.list_size
-    return column.values.to_numpy(zero_copy_only=False).reshape(-1, dim).astype(np.float32, copy=False)
-
-
-# ---- one writer at a time, across threads and processes ---------------------------------
-
-LOCK_FILE = "memories.lock"
-INDEX_LOCK_FILE = "indexes.lock"
-
-try:  # POSIX
-    import fcntl
-except ImportError:  # pragma: no cover - Windows
-    fcntl = None  # type: ignore[assignment]
-try:  # Windows
-    import msvcrt
-except ImportError:
-    msvcrt = None  # type: ignore[assignment]
-
-
-_LOCK_BUSY_ERRNOS = {errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK, errno.EDEADLK, getattr(errno, "EDEADLOCK", 0)}
-
-
-class StoreLock:
-    """The write lock of one store: re-entrant within a thread, exclusive across threads and
-    across every process on the same storage path (two editor windows, a hook plus a server).
-
-    Across processes it is an exclusive `fcntl.flock` (`msvcrt.locking` on Windows) on a lock
-    file next to the table. The kernel drops it when its holder dies, so a crashed or killed
-    server never leaves the store locked. Waiting is bounded: after `timeout` seconds the
-    write fails with a StorageError that says to retry, and nothing is changed.
-
-    Entering also refuses work for a request whose client has gone away (see cancellation).
-    """
-
-    def __init__(self, path: Path, timeout: float) -> None:
-        self.path = path
-        self.timeout = timeout
-        self._thread_lock = threading.RLock()
-        self._depth = 0
-        self._fd: int | None = None
-        self._cross_process = fcntl is not None or msvcrt is not None
-        if not self._cross_process:  # pragma: no cover - no platform lacks both
-            log.warning("no file locking on this platform: processes sharing %s are not serialized", path)
-
-    def __enter__(self) -> StoreLock:
-        check_cancelled()
-        deadline = time.monotonic() + self.timeout
-        if not self._thread_lock.acquire(timeout=self.timeout):
-            raise self._busy()
-        try:
-            if self._depth == 0 and self._cross_process:
-                self._lock_file(deadline)
-            self._depth += 1
-        except BaseException:
-            self._thread_lock.release()
-            raise
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._depth -= 1
-        try:
-            if self._depth == 0 and self._cross_process:
-                self._unlock_file()
-        finally:
-            self._thread_lock.release()
-
-    def _busy(self) -> StorageError:
-        return StorageError(
-            f"the memory store is busy (another spatial-memory process has held its write lock for over "
-            f"{self.timeout:g} s); nothing was changed, retry"
-        )
-
-    def _open(self) -> int:
-        if self._fd is None:
-            # Not inherited by child processes (os.open's default), never truncated, never deleted.
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        return self._fd
-
-    def _try_lock(self, fd: int) -> bool:
-        try:
-            if fcntl is not None:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            else:  # pragma: no cover - Windows
-                os.lseek(fd, 0, os.SEEK_SET)
-                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
-            return True
-        except (BlockingIOError, PermissionError):
-            return False
-        except OSError as exc:
-            if exc.errno in _LOCK_BUSY_ERRNOS:
-                return False
-            raise
-
-    def _lock_file(self, deadline: float) -> None:
-        try:
-            fd = self._open()
-        except OSError as exc:
-            raise StorageError(f"cannot open the store's lock file {self.path}: {exc}") from exc
-        delay = 0.002
-        while True:
-            try:
-                if self._try_lock(fd):
-                    return
-            except OSError as exc:  # e.g. a file system without locks: degrade to in-process only
-                log.warning("cannot lock %s (%s): processes sharing this store are not serialized", self.path, exc)
-                self._cross_process = False
-                return
-            if time.monotonic() >= deadline:
-                raise self._busy()
-            time.sleep(min(delay, max(deadline - time.monotonic(), 0.0)) * random.uniform(0.5, 1.0))
-            delay = min(delay * 2, 0.05)
-
-    def _unlock_file(self) -> None:
-        if self._fd is None:
-            return
-        if fcntl is not None:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-        else:  # pragma: no cover - Windows
-            os.lseek(self._fd, 0, os.SEEK_SET)
-            msvcrt.locking(self._fd, msvcrt.LK_UNLCK, 1)
-
-
-# LanceDB commits optimistically: a commit that lost a race to a writer outside our lock (or a
-# read of files a concurrent cleanup removed) fails before anything is written and can be retried.
-WRITE_ATTEMPTS = 6
-_RETRYABLE_MESSAGES = ("commit conflict", "preempted by concurrent transaction", "please retry", "not found")
-
-
-def is_retryable(exc: BaseException) -> bool:
-    text = str(exc).lower()
-    return any(m in text for m in _RETRYABLE_MESSAGES)
-
-
-def backoff(attempt: int) -> float:
-    return min(0.01 * 2**attempt, 0.5) * random.uniform(0.5, 1.5)
-
-
-KEEP_ALL_VERSIONS = timedelta(days=3650)
-CLEANUP_MARGIN_SECONDS = 5.0
-
-
-class MemoryStore:
+class MemoryStore(Maintenance, FullTextSearch):
     def __init__(
         self,
         db_path: Path,
@@ -312,7 +88,7 @@ class MemoryStore:
         self._db_path = db_path
         try:
             self._index_cache_bytes = index_cache_bytes  # None: sized by _cache_bytes()
-            self._db = _connect(db_path, index_cache_bytes or SMALL_INDEX_CACHE_BYTES)
+            self._db = connect(db_path, index_cache_bytes or SMALL_INDEX_CACHE_BYTES)
             with self._write_lock:  # two servers starting on a new store create the table once
                 if TABLE_NAME in self._db.list_tables().tables:
                     self._table = self._db.open_table(TABLE_NAME)
@@ -396,7 +172,7 @@ class MemoryStore:
             if fetched is not None:
                 return self._with_accesses(fetched)
         table = self._scan(build_filter(ids=wanted).sql, columns)
-        by_id = {r.id: r for r in _rows_to_records(table)}
+        by_id = {r.id: r for r in rows_to_records(table)}
         return self._with_accesses([by_id[i] for i in wanted if i in by_id])
 
     def scan(
@@ -404,7 +180,7 @@ class MemoryStore:
     ) -> list[MemoryRecord]:
         columns = SUMMARY_COLUMNS + (["vector"] if with_vectors else [])
         table = self._scan(self._where(flt), columns, limit=None if flt and flt.metadata else limit)
-        records = _rows_to_records(table)
+        records = rows_to_records(table)
         if flt is not None and flt.metadata:
             records = [r for r in records if metadata_matches(r.metadata, flt.metadata)][:limit]
         return self._with_accesses(records)
@@ -416,7 +192,7 @@ class MemoryStore:
         query = self._table.search().select(columns).offset(int(index)).limit(1)
         if where:
             query = query.where(where)
-        found = self._with_accesses(_rows_to_records(query.to_arrow()))
+        found = self._with_accesses(rows_to_records(query.to_arrow()))
         return found[0] if found else None
 
     def scan_arrow(self, columns: list[str], flt: Filter | None = None) -> pa.Table:
@@ -485,7 +261,7 @@ class MemoryStore:
             raise StorageError(f"vector search failed: {exc}") from exc
         distances = table.column("_distance").to_pylist()
         results = []
-        records = self._with_accesses(_rows_to_records(table.drop_columns(["_distance"])))
+        records = self._with_accesses(rows_to_records(table.drop_columns(["_distance"])))
         for record, distance in zip(records, distances):
             similarity = min(1.0, max(0.0, 1.0 - float(distance)))
             if similarity >= min_similarity:
@@ -537,7 +313,7 @@ class MemoryStore:
             return []
         wanted = [snap.ids[row] for row in rows]
         loaded = [row for row in rows if snap.current_summary[row]]
-        by_id = {r.id: r for r in _rows_to_records(snap.summary.take(loaded))} if loaded else {}
+        by_id = {r.id: r for r in rows_to_records(snap.summary.take(loaded))} if loaded else {}
         by_id.update(self._exact.kept([i for i in wanted if i not in by_id]))
         missing = [row for row in rows if snap.ids[row] not in by_id]
         addresses = [int(snap.addresses[row]) for row in missing if snap.addresses[row] != UNKNOWN]
@@ -545,9 +321,9 @@ class MemoryStore:
         try:
             found: list[MemoryRecord] = []
             if addresses:
-                found += _rows_to_records(self._table.take_row_ids(addresses).select(SUMMARY_COLUMNS).to_arrow())
+                found += rows_to_records(self._table.take_row_ids(addresses).select(SUMMARY_COLUMNS).to_arrow())
             if unknown:
-                found += _rows_to_records(self._scan(build_filter(ids=unknown).sql, SUMMARY_COLUMNS))
+                found += rows_to_records(self._scan(build_filter(ids=unknown).sql, SUMMARY_COLUMNS))
         except Exception:  # noqa: BLE001 - stale addresses: fall back to a search by value
             log.debug("fetching rows by address failed", exc_info=True)
             return None
@@ -588,7 +364,7 @@ class MemoryStore:
         if len(pending) <= RESOLVE_BY_ID_MAX:
             # Rewritten rows (recall's access counts) are the ones found again soonest: keep them
             # now rather than on the next search that hits them.
-            self._exact.keep(snap, _rows_to_records(found.drop_columns(["_rowid"])))
+            self._exact.keep(snap, rows_to_records(found.drop_columns(["_rowid"])))
 
     def search_many(self, vectors: np.ndarray, limit: int, flt: Filter | None = None) -> list[list[ScoredMemory]]:
         return [self.search(v, limit, flt) for v in vectors]
@@ -700,9 +476,9 @@ class MemoryStore:
             "id": pa.array([r.id for r in records], pa.string()),
             "content": pa.array([r.content for r in records], pa.string()),
             "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), self.dim),
-            "created_at": pa.array([r.created_at for r in records], _TS),
-            "updated_at": pa.array([r.updated_at for r in records], _TS),
-            "last_accessed": pa.array([r.last_accessed for r in records], _TS),
+            "created_at": pa.array([r.created_at for r in records], TS),
+            "updated_at": pa.array([r.updated_at for r in records], TS),
+            "last_accessed": pa.array([r.last_accessed for r in records], TS),
             "access_count": pa.array([int(r.access_count) for r in records], pa.int32()),
             "importance": pa.array([float(r.importance) for r in records], pa.float32()),
             "namespace": pa.array([r.namespace for r in records], pa.string()),
@@ -881,195 +657,3 @@ class MemoryStore:
             # The memory write landed. An entry left behind still holds the row's current
             # values unless the row was replaced from outside (import), where it is now stale.
             log.warning("%s", exc)
-
-    # ---- maintenance -------------------------------------------------------------------
-
-    def needs_compaction(self) -> bool:
-        return self._writes_since_compaction > self._compact_threshold
-
-    def compact(self) -> None:
-        """Merge small fragments and drop old versions, keeping search fast as the table grows.
-
-        Runs under the store lock, so one process at a time compacts. LanceDB's cleanup removes
-        every version created before its cutoff except the latest - including one that was the
-        latest until a moment ago and that another process may be reading right now. So the
-        cutoff is moved back to spare every version superseded less than the retention period
-        ago (`_cleanup_age`): a read started on any recent version always finds its files.
-        """
-        with self._write_lock:
-            before = self._table.version
-            try:
-                # optimize() also folds rows written since the last run into the full-text index.
-                self._optimize(KEEP_ALL_VERSIONS)
-                age = self._cleanup_age()
-                if age is not None:
-                    self._optimize(age)
-            except BaseException:
-                self._exact.invalidate()
-                raise
-            self._writes_since_compaction = 0
-            self._exact.rebased(before, self._table.version)
-            if not self._vector_index_ready():
-                self.fold_accesses()  # no index to protect (any more): keep the counts in the rows
-        self._ensure_fts_index()
-        self._maintain_indexes()
-        self._reconnect()
-
-    def _reconnect(self) -> None:
-        """Swap in a fresh connection. LanceDB keeps the files of every superseded index version
-        open for as long as the connection lives - two more descriptors per compaction, until the
-        server runs out of them after some thousands of writes; a new connection lets them go.
-        Reads and writes already running keep the old table object until they finish."""
-
-        try:
-            db = _connect(self._db_path, self._cache_bytes())
-            table = db.open_table(TABLE_NAME)
-        except Exception as exc:  # noqa: BLE001 - the old connection still works
-            log.warning("could not reopen the memory store after compaction: %s", exc)
-            return
-        self._db, self._table = db, table
-        try:
-            self._ledger.reconnect(db)
-        except Exception as exc:  # noqa: BLE001 - the old handle still works
-            log.warning("could not reopen the access ledger: %s", exc)
-
-    # ---- approximate vector index --------------------------------------------------------
-
-    def _refresh_index_state(self) -> None:
-        try:
-            self._vector_indexed = vector_index_rows(self._table) is not None
-        except Exception:  # noqa: BLE001 - advisory; searching without ef/refine still works
-            self._vector_indexed = False
-        self._index_checked_at = time.monotonic()
-
-    def _vector_index_ready(self) -> bool:
-        # Another process may have built the index: look again every half minute.
-        if time.monotonic() - self._index_checked_at > 30:
-            self._refresh_index_state()
-        return self._vector_indexed
-
-    def _maintain_indexes(self) -> None:
-        """Build or rebuild the ANN and scalar indexes the table's size calls for (upkeep thread only)."""
-        policy = self._index_policy
-        rows = self._table.count_rows()
-        if rows < min(policy.vector_index_threshold, policy.scalar_index_threshold):
-            return
-        try:
-            with self._index_lock:
-                done = ensure_indexes(self._table, rows, policy)
-        except StorageError:
-            return  # another process holds the index lock and is doing this work
-        except Exception:  # noqa: BLE001 - exact search keeps working without the index
-            log.exception("building indexes failed; searches stay exact (brute force)")
-            return
-        for action in done:
-            log.info("built %s", action)
-        self._refresh_index_state()
-
-    def _optimize(self, cleanup_older_than: timedelta) -> None:
-        for attempt in range(WRITE_ATTEMPTS):
-            try:
-                self._table.optimize(cleanup_older_than=cleanup_older_than)
-                return
-            except Exception as exc:
-                if attempt + 1 >= WRITE_ATTEMPTS or not is_retryable(exc):
-                    raise StorageError(f"compaction failed, nothing was lost: {exc}") from exc
-                time.sleep(backoff(attempt))
-
-    def _cleanup_age(self) -> timedelta | None:
-        """The cleanup age that removes exactly the versions superseded more than `retention`
-        ago, or None when there are none."""
-        versions = sorted(self._table.list_versions(), key=lambda v: v["version"])
-        # LanceDB reports naive local times; .timestamp() reads them back the same way.
-        stamps = [v["timestamp"].timestamp() for v in versions]
-        now = time.time()
-        horizon = now - self._retention.total_seconds()
-        keep_from = 0  # versions before this index were superseded before the horizon
-        for i in range(1, len(stamps)):
-            if stamps[i] <= horizon:
-                keep_from = i
-        if keep_from == 0:
-            return None
-        oldest_kept = min(stamps[keep_from:])
-        return timedelta(seconds=max(now - oldest_kept + CLEANUP_MARGIN_SECONDS, self._retention.total_seconds()))
-
-    # ---- full-text search --------------------------------------------------------------
-
-    def has_fts_index(self) -> bool:
-        return any(
-            list(index.columns) == ["content"] and str(index.index_type).upper() in ("FTS", "INVERTED")
-            for index in self._table.list_indices()
-        )
-
-    def _ensure_fts_index(self) -> None:
-        """Create LanceDB's native full-text index on `content` when the table has none.
-
-        Rows written after the index was built are still searched (LanceDB scans the
-        unindexed rows too) and compaction folds them into the index. Failing to build it
-        only makes keyword search slower, so it is logged, not raised.
-        """
-        from lancedb.index import FTS
-
-        try:
-            if self.has_fts_index():
-                return
-            with self._write_lock:
-                if not self.has_fts_index():
-                    self._table.create_index("content", config=FTS(**FTS_OPTIONS), replace=False)
-        except Exception as exc:  # noqa: BLE001 - keyword search works unindexed, just slower
-            log.warning("could not create the full-text index on content: %s", exc)
-
-    def fts_search(
-        self, text: str, limit: int, flt: Filter | None = None, *, with_vectors: bool = False
-    ) -> list[tuple[MemoryRecord, float]]:
-        """Best keyword matches for `text` with their BM25 scores, best first.
-
-        The text is reduced to plain words first (see `match_text`), so no user syntax
-        ever reaches the query; nothing left means no hits.
-        """
-        from lancedb.query import MatchQuery
-
-        terms = match_text(text)
-        if not terms:
-            return []
-        where = self._where(flt)
-        if flt is not None and flt.metadata:
-            ids = self._matching_ids(flt)
-            if not ids:
-                return []
-            where = build_filter(ids=ids).sql
-        columns = SUMMARY_COLUMNS + (["vector"] if with_vectors else [])
-        query = self._table.search(MatchQuery(terms, "content"), query_type="fts")
-        query = query.select([*columns, "_score"]).limit(limit)
-        if where:
-            query = query.where(where, prefilter=True)
-        try:
-            table = query.to_arrow()
-        except Exception as exc:
-            raise StorageError(f"keyword search failed: {exc}") from exc
-        scores = [float(s) for s in table.column("_score").to_pylist()]
-        records = self._with_accesses(_rows_to_records(table.drop_columns(["_score"])))
-        return list(zip(records, scores, strict=True))
-
-
-# Native LanceDB full-text index (not tantivy). "icu/split" segments CJK and Thai text into
-# words and otherwise splits like the "simple" tokenizer; English is stemmed, stop words
-# dropped, accents folded and case ignored, the same way for documents and queries.
-FTS_OPTIONS: dict[str, Any] = {"base_tokenizer": "icu/split", "language": "English", "with_position": False}
-MAX_QUERY_TERMS = 64
-BULK_ROWS = 1000
-_KEEP_CATEGORIES = ("L", "M", "N")  # letters, combining marks, numbers
-
-
-def match_text(text: str) -> str:
-    """A query reduced to plain words: punctuation, symbols (emoji, operators such as + - * ~ :),
-    quotes and brackets become spaces, so nothing the user typed is read as query syntax.
-    Operator words (AND, OR, NOT) stay plain words. At most MAX_QUERY_TERMS distinct words."""
-    import unicodedata
-
-    if not isinstance(text, str):
-        return ""
-    normalized = unicodedata.normalize("NFKC", text)
-    kept = "".join(ch if unicodedata.category(ch)[0] in _KEEP_CATEGORIES else " " for ch in normalized)
-    words = list(dict.fromkeys(kept.split()))
-    return " ".join(words[:MAX_QUERY_TERMS])

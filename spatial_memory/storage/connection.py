@@ -1,0 +1,25 @@
+"""Opening the LanceDB database with bounded caches, every read seeing other processes' commits."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+METADATA_CACHE_BYTES = 64 << 20
+# The full-text index of a table below the vector index threshold fits in a few MB; the
+# HNSW index of a million rows needs most of a gigabyte to stay fast.
+SMALL_INDEX_CACHE_BYTES = 64 << 20
+LARGE_INDEX_CACHE_BYTES = 1024 << 20
+
+
+def connect(db_path: Path, index_cache_bytes: int):
+    from ..runtime.imports import prepare_lancedb_import
+
+    prepare_lancedb_import()
+    import lancedb
+
+    # Consistency interval 0: every read sees commits made by other processes. The caches are
+    # bounded: by default LanceDB lets them grow to gigabytes, holding every superseded
+    # version of the full-text index that compaction leaves behind.
+    session = lancedb.Session(index_cache_size_bytes=index_cache_bytes, metadata_cache_size_bytes=METADATA_CACHE_BYTES)
+    return lancedb.connect(str(db_path), read_consistency_interval=timedelta(0), session=session)

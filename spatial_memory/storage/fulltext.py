@@ -1,0 +1,95 @@
+"""Keyword search: LanceDB's native BM25 full-text index on `content`, and queries reduced to
+plain words so no user syntax reaches it. A part of MemoryStore (it uses the store's table)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ..errors import StorageError
+from .filters import Filter, build_filter
+from .records import MemoryRecord
+from .schema import SUMMARY_COLUMNS, rows_to_records
+
+log = logging.getLogger(__name__)
+
+# Native LanceDB full-text index (not tantivy). "icu/split" segments CJK and Thai text into
+# words and otherwise splits like the "simple" tokenizer; English is stemmed, stop words
+# dropped, accents folded and case ignored, the same way for documents and queries.
+FTS_OPTIONS: dict[str, Any] = {"base_tokenizer": "icu/split", "language": "English", "with_position": False}
+MAX_QUERY_TERMS = 64
+_KEEP_CATEGORIES = ("L", "M", "N")  # letters, combining marks, numbers
+
+
+def match_text(text: str) -> str:
+    """A query reduced to plain words: punctuation, symbols (emoji, operators such as + - * ~ :),
+    quotes and brackets become spaces, so nothing the user typed is read as query syntax.
+    Operator words (AND, OR, NOT) stay plain words. At most MAX_QUERY_TERMS distinct words."""
+    import unicodedata
+
+    if not isinstance(text, str):
+        return ""
+    normalized = unicodedata.normalize("NFKC", text)
+    kept = "".join(ch if unicodedata.category(ch)[0] in _KEEP_CATEGORIES else " " for ch in normalized)
+    words = list(dict.fromkeys(kept.split()))
+    return " ".join(words[:MAX_QUERY_TERMS])
+
+
+class FullTextSearch:
+    """MemoryStore's full-text methods."""
+
+    def has_fts_index(self) -> bool:
+        return any(
+            list(index.columns) == ["content"] and str(index.index_type).upper() in ("FTS", "INVERTED")
+            for index in self._table.list_indices()
+        )
+
+    def _ensure_fts_index(self) -> None:
+        """Create LanceDB's native full-text index on `content` when the table has none.
+
+        Rows written after the index was built are still searched (LanceDB scans the
+        unindexed rows too) and compaction folds them into the index. Failing to build it
+        only makes keyword search slower, so it is logged, not raised.
+        """
+        from lancedb.index import FTS
+
+        try:
+            if self.has_fts_index():
+                return
+            with self._write_lock:
+                if not self.has_fts_index():
+                    self._table.create_index("content", config=FTS(**FTS_OPTIONS), replace=False)
+        except Exception as exc:  # noqa: BLE001 - keyword search works unindexed, just slower
+            log.warning("could not create the full-text index on content: %s", exc)
+
+    def fts_search(
+        self, text: str, limit: int, flt: Filter | None = None, *, with_vectors: bool = False
+    ) -> list[tuple[MemoryRecord, float]]:
+        """Best keyword matches for `text` with their BM25 scores, best first.
+
+        The text is reduced to plain words first (see `match_text`), so no user syntax
+        ever reaches the query; nothing left means no hits.
+        """
+        from lancedb.query import MatchQuery
+
+        terms = match_text(text)
+        if not terms:
+            return []
+        where = self._where(flt)
+        if flt is not None and flt.metadata:
+            ids = self._matching_ids(flt)
+            if not ids:
+                return []
+            where = build_filter(ids=ids).sql
+        columns = SUMMARY_COLUMNS + (["vector"] if with_vectors else [])
+        query = self._table.search(MatchQuery(terms, "content"), query_type="fts")
+        query = query.select([*columns, "_score"]).limit(limit)
+        if where:
+            query = query.where(where, prefilter=True)
+        try:
+            table = query.to_arrow()
+        except Exception as exc:
+            raise StorageError(f"keyword search failed: {exc}") from exc
+        scores = [float(s) for s in table.column("_score").to_pylist()]
+        records = self._with_accesses(rows_to_records(table.drop_columns(["_score"])))
+        return list(zip(records, scores, strict=True))

@@ -1,0 +1,130 @@
+"""Keeping the table fast: compaction, old versions cleaned up, the vector and full-text indexes
+kept current. A part of MemoryStore (it uses the store's table, locks and exact index)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import timedelta
+
+from ..errors import StorageError
+from .connection import connect
+from .indexing import ensure_indexes, vector_index_rows
+from .locking import WRITE_ATTEMPTS, backoff, is_retryable
+from .schema import TABLE_NAME
+
+log = logging.getLogger(__name__)
+
+KEEP_ALL_VERSIONS = timedelta(days=3650)
+CLEANUP_MARGIN_SECONDS = 5.0
+
+
+class Maintenance:
+    """MemoryStore's maintenance methods."""
+
+    def needs_compaction(self) -> bool:
+        return self._writes_since_compaction > self._compact_threshold
+
+    def compact(self) -> None:
+        """Merge small fragments and drop old versions, keeping search fast as the table grows.
+
+        Runs under the store lock, so one process at a time compacts. LanceDB's cleanup removes
+        every version created before its cutoff except the latest - including one that was the
+        latest until a moment ago and that another process may be reading right now. So the
+        cutoff is moved back to spare every version superseded less than the retention period
+        ago (`_cleanup_age`): a read started on any recent version always finds its files.
+        """
+        with self._write_lock:
+            before = self._table.version
+            try:
+                # optimize() also folds rows written since the last run into the full-text index.
+                self._optimize(KEEP_ALL_VERSIONS)
+                age = self._cleanup_age()
+                if age is not None:
+                    self._optimize(age)
+            except BaseException:
+                self._exact.invalidate()
+                raise
+            self._writes_since_compaction = 0
+            self._exact.rebased(before, self._table.version)
+            if not self._vector_index_ready():
+                self.fold_accesses()  # no index to protect (any more): keep the counts in the rows
+        self._ensure_fts_index()
+        self._maintain_indexes()
+        self._reconnect()
+
+    def _reconnect(self) -> None:
+        """Swap in a fresh connection. LanceDB keeps the files of every superseded index version
+        open for as long as the connection lives - two more descriptors per compaction, until the
+        server runs out of them after some thousands of writes; a new connection lets them go.
+        Reads and writes already running keep the old table object until they finish."""
+
+        try:
+            db = connect(self._db_path, self._cache_bytes())
+            table = db.open_table(TABLE_NAME)
+        except Exception as exc:  # noqa: BLE001 - the old connection still works
+            log.warning("could not reopen the memory store after compaction: %s", exc)
+            return
+        self._db, self._table = db, table
+        try:
+            self._ledger.reconnect(db)
+        except Exception as exc:  # noqa: BLE001 - the old handle still works
+            log.warning("could not reopen the access ledger: %s", exc)
+
+    def _refresh_index_state(self) -> None:
+        try:
+            self._vector_indexed = vector_index_rows(self._table) is not None
+        except Exception:  # noqa: BLE001 - advisory; searching without ef/refine still works
+            self._vector_indexed = False
+        self._index_checked_at = time.monotonic()
+
+    def _vector_index_ready(self) -> bool:
+        # Another process may have built the index: look again every half minute.
+        if time.monotonic() - self._index_checked_at > 30:
+            self._refresh_index_state()
+        return self._vector_indexed
+
+    def _maintain_indexes(self) -> None:
+        """Build or rebuild the ANN and scalar indexes the table's size calls for (upkeep thread only)."""
+        policy = self._index_policy
+        rows = self._table.count_rows()
+        if rows < min(policy.vector_index_threshold, policy.scalar_index_threshold):
+            return
+        try:
+            with self._index_lock:
+                done = ensure_indexes(self._table, rows, policy)
+        except StorageError:
+            return  # another process holds the index lock and is doing this work
+        except Exception:  # noqa: BLE001 - exact search keeps working without the index
+            log.exception("building indexes failed; searches stay exact (brute force)")
+            return
+        for action in done:
+            log.info("built %s", action)
+        self._refresh_index_state()
+
+    def _optimize(self, cleanup_older_than: timedelta) -> None:
+        for attempt in range(WRITE_ATTEMPTS):
+            try:
+                self._table.optimize(cleanup_older_than=cleanup_older_than)
+                return
+            except Exception as exc:
+                if attempt + 1 >= WRITE_ATTEMPTS or not is_retryable(exc):
+                    raise StorageError(f"compaction failed, nothing was lost: {exc}") from exc
+                time.sleep(backoff(attempt))
+
+    def _cleanup_age(self) -> timedelta | None:
+        """The cleanup age that removes exactly the versions superseded more than `retention`
+        ago, or None when there are none."""
+        versions = sorted(self._table.list_versions(), key=lambda v: v["version"])
+        # LanceDB reports naive local times; .timestamp() reads them back the same way.
+        stamps = [v["timestamp"].timestamp() for v in versions]
+        now = time.time()
+        horizon = now - self._retention.total_seconds()
+        keep_from = 0  # versions before this index were superseded before the horizon
+        for i in range(1, len(stamps)):
+            if stamps[i] <= horizon:
+                keep_from = i
+        if keep_from == 0:
+            return None
+        oldest_kept = min(stamps[keep_from:])
+        return timedelta(seconds=max(now - oldest_kept + CLEANUP_MARGIN_SECONDS, self._retention.total_seconds()))

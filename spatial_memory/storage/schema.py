@@ -1,0 +1,91 @@
+"""The memories table: its Arrow schema, the summary columns, and rows as MemoryRecords."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+import pyarrow as pa
+
+from .records import MemoryRecord, utc_now
+
+TABLE_NAME = "memories"
+MODEL_KEY = b"spatial_memory.embedding_model"
+DIM_KEY = b"spatial_memory.embedding_dim"
+SUMMARY_COLUMNS = [
+    "id",
+    "content",
+    "namespace",
+    "tags",
+    "importance",
+    "source",
+    "metadata",
+    "created_at",
+    "updated_at",
+    "last_accessed",
+    "access_count",
+]
+TS = pa.timestamp("us", tz="UTC")
+
+
+def memory_schema(model_id: str, dim: int) -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("content", pa.string(), nullable=False),
+            pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
+            pa.field("created_at", TS, nullable=False),
+            pa.field("updated_at", TS, nullable=False),
+            pa.field("last_accessed", TS, nullable=False),
+            pa.field("access_count", pa.int32(), nullable=False),
+            pa.field("importance", pa.float32(), nullable=False),
+            pa.field("namespace", pa.string(), nullable=False),
+            pa.field("tags", pa.list_(pa.string()), nullable=False),
+            pa.field("source", pa.string(), nullable=False),
+            pa.field("metadata", pa.string(), nullable=False),
+        ],
+        metadata={MODEL_KEY: model_id.encode(), DIM_KEY: str(dim).encode()},
+    )
+
+
+@dataclass
+class NamespaceInfo:
+    name: str
+    memory_count: int
+    oldest: datetime
+    newest: datetime
+
+
+def rows_to_records(table: pa.Table) -> list[MemoryRecord]:
+    vectors = None
+    if "vector" in table.column_names:
+        vectors = vectors_of(table)
+        table = table.drop_columns(["vector"])
+    records = []
+    for i, row in enumerate(table.to_pylist()):
+        records.append(
+            MemoryRecord(
+                id=row["id"],
+                content=row.get("content", ""),
+                namespace=row.get("namespace", "default"),
+                tags=list(row.get("tags") or []),
+                importance=float(row.get("importance", 0.5)),
+                source=row.get("source", "manual"),
+                metadata=json.loads(row["metadata"]) if row.get("metadata") else {},
+                created_at=row.get("created_at") or utc_now(),
+                updated_at=row.get("updated_at") or utc_now(),
+                last_accessed=row.get("last_accessed") or utc_now(),
+                access_count=int(row.get("access_count", 0)),
+                vector=None if vectors is None else vectors[i],
+            )
+        )
+    return records
+
+
+def vectors_of(table: pa.Table) -> np.ndarray:
+    """The vector column as a (n, dim) float32 array without a Python-level copy per row."""
+    column = table.column("vector").combine_chunks()
+    dim = column.type.list_size
+    return column.values.to_numpy(zero_copy_only=False).reshape(-1, dim).astype(np.float32, copy=False)
