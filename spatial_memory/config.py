@@ -8,7 +8,8 @@ from typing import Literal
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-DEFAULT_MODEL = "all-MiniLM-L6-v2"
+# The model this package ships (served by embeddings/ on onnxruntime), and the default.
+BUNDLED_MODEL = "all-MiniLM-L6-v2"
 
 
 def default_data_dir() -> Path:
@@ -35,7 +36,7 @@ class Settings(BaseSettings):
         description="Storage directory (LanceDB data, model cache, exports).",
     )
     embedding_model: str = Field(
-        DEFAULT_MODEL,
+        BUNDLED_MODEL,
         description="all-MiniLM-L6-v2 (bundled), any sentence-transformers name or local path, or openai:<model>.",
     )
     embedding_backend: Literal["auto", "onnx", "sentence-transformers"] = Field(
@@ -49,7 +50,8 @@ class Settings(BaseSettings):
     fast_handshake: bool = Field(
         True,
         description="Answer initialize / server/discover / tools/list from the user cache directory while the "
-        "MCP SDK imports (answers the SDK gave before, for this build, SDK and settings).",
+        "MCP SDK imports (answers the SDK gave before, for this build, SDK and the limit settings in the "
+        "tool schemas).",
     )
     warm_up_projection: bool = Field(
         False,
@@ -71,7 +73,10 @@ class Settings(BaseSettings):
     )
 
     compact_fragment_threshold: int = Field(
-        24, ge=2, description="Compact the table once it has more fragments than this."
+        24,
+        ge=2,
+        description="Compact the table once it has more fragments than this: one per write since the last "
+        "compaction, or the fragments found when the store opens.",
     )
     version_retention_seconds: int = Field(
         60, ge=0, description="Old table versions older than this are removed during compaction."

@@ -15,6 +15,12 @@ class SpatialMemoryError(Exception):
         return type(self).__name__
 
 
+def with_context(exc: SpatialMemoryError, context: str) -> SpatialMemoryError:
+    """The same error type with `context` before its message: a busy store stays a StorageError
+    (which a client may retry), whatever operation it interrupted."""
+    return type(exc)(f"{context}: {exc.message}")
+
+
 class ValidationError(SpatialMemoryError):
     """Invalid input parameters."""
 
@@ -43,10 +49,6 @@ class EmbeddingError(SpatialMemoryError):
     """Embedding generation failed."""
 
 
-class ClusteringError(SpatialMemoryError):
-    """Clustering failed."""
-
-
 class VisualizationError(SpatialMemoryError):
     """Visualization failed."""
 
@@ -67,16 +69,8 @@ class DecayError(SpatialMemoryError):
     """Decay failed."""
 
 
-class ReinforcementError(SpatialMemoryError):
-    """Reinforcement failed."""
-
-
 class ExtractionError(SpatialMemoryError):
     """Extraction failed."""
-
-
-class ConsolidationError(SpatialMemoryError):
-    """Consolidation failed."""
 
 
 class ExportError(SpatialMemoryError):
@@ -105,6 +99,10 @@ class DimensionMismatchError(SpatialMemoryError):
 
 class RequestCancelledError(SpatialMemoryError):
     """The request was cancelled or its client went away before anything was written."""
+
+
+class InternalError(SpatialMemoryError):
+    """Anything unexpected; its message carries a reference to the traceback on stderr."""
 
 
 class ResultTooLargeError(SpatialMemoryError):

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pytest
 
-from spatial_memory.storage import store as store_module
+from spatial_memory.storage import access_ledger as ledger_module
 from spatial_memory.storage.access_ledger import LEDGER_TABLE
 from spatial_memory.storage.filters import build_filter
 from spatial_memory.storage.indexing import IndexPolicy, vector_index_rows
@@ -109,7 +109,7 @@ def test_another_process_sees_and_adds_to_the_ledger(indexed, tmp_path):
 
 def test_ledger_is_folded_into_the_rows_past_its_share_of_the_table(indexed, monkeypatch):
     store, rows = indexed
-    monkeypatch.setattr(store_module, "FOLD_FRACTION", 0.01)  # 12 of 1,200 rows
+    monkeypatch.setattr(ledger_module, "FOLD_FRACTION", 0.01)  # 12 of 1,200 rows
     store.record_access({r.id: 1 for r in rows[:10]}, when=WHEN)
     assert len(store._ledger) == 10
     version = store.version

@@ -16,7 +16,7 @@ import pytest
 
 from spatial_memory.text.extraction import (
     PATTERN_TYPES,
-    Candidate,
+    Statement,
     clean_span,
     extract_candidates,
     split_sentences,
@@ -205,7 +205,7 @@ def check_candidate_invariants(text: str, cands: list, min_confidence: float = 0
     fences = _fence_ranges(text)
     last = -1
     for c in cands:
-        assert isinstance(c, Candidate)
+        assert isinstance(c, Statement)
         assert 0 <= c.start_pos < c.end_pos <= len(text)
         span = text[c.start_pos : c.end_pos]
         assert c.content == clean_span(span)

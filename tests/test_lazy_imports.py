@@ -49,15 +49,15 @@ async def test_tool_calls_import_the_heavy_modules_before_running(client, monkey
     pyarrow.compute); every tool call first goes through the one-at-a-time import."""
     import threading
 
-    from spatial_memory.services.memory import MemoryService
+    from spatial_memory.services.namespaces import NamespaceService
     from spatial_memory.tools import calls
 
     order: list[tuple[str, str]] = []
-    original = MemoryService.stats
+    original = NamespaceService.stats
     monkeypatch.setattr(
         calls, "import_heavy_modules", lambda: order.append(("imports", threading.current_thread().name))
     )
-    monkeypatch.setattr(MemoryService, "stats", lambda self, **kw: order.append(("tool", "")) or original(self, **kw))
+    monkeypatch.setattr(NamespaceService, "stats", lambda self, **kw: order.append(("tool", "")) or original(self, **kw))
     result = await client.call_tool("stats", {})
     assert not result.is_error
     assert [step for step, _ in order] == ["imports", "tool"]

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from spatial_memory.config import Settings
-from spatial_memory.portability import formats
+from spatial_memory.portability import export_file
 from spatial_memory.portability.paths import shown
 from spatial_memory.storage.store import MemoryStore
 
@@ -188,7 +188,7 @@ async def test_export_overwrites_atomically_and_failures_leave_nothing(source_se
             yield from []
             raise OSError(28, "No space left on device")
 
-        monkeypatch.setattr(formats, "_export_rows", broken)
+        monkeypatch.setattr(export_file, "_export_rows", broken)
         for name in ("same.json", "new.json", "new.csv"):
             assert_error(await client.call_tool("export_memories", {"output_path": name}), "ExportError", "no space")
         assert path.read_bytes() == before  # the previous export is intact
@@ -686,3 +686,11 @@ async def test_reference_exports_without_vectors_and_with_the_test_model(tmp_pat
             {"source_path": "reference-novec.json", "regenerate_embeddings": True, "namespace_override": "moved"},
         )
         assert two["total_records_in_file"] == 2 and two["would_import"] == 2 and two["new_ids_assigned"] == 2
+
+
+async def test_a_home_of_an_unknown_user_is_a_path_error(source_settings):
+    """`~name` of a user that does not exist was an InternalError (found by the fuzz tests)."""
+    async with server(source_settings) as client:
+        for tool, argument in (("import_memories", "source_path"), ("export_memories", "output_path")):
+            result = await client.call_tool(tool, {argument: "~no-such-user-here/x.json"})
+            assert_error(result, "PathSecurityError", "unknown_home")

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ..config import BUNDLED_MODEL
 from ..errors import ConfigurationError, EmbeddingError
 
 log = logging.getLogger(__name__)
 
-BUNDLED_MODEL = "all-MiniLM-L6-v2"
 BUNDLED_ALIASES = {BUNDLED_MODEL.lower(), f"sentence-transformers/{BUNDLED_MODEL}".lower()}
 BUNDLED_DIMENSION = 384
 OPENAI_DIMENSIONS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, "text-embedding-ada-002": 1536}

@@ -63,7 +63,10 @@ def _inside(path: Path, roots: Sequence[Path]) -> bool:
 
 
 def _lexical(raw: str, allowed: Sequence[Path]) -> Path:
-    given = Path(raw).expanduser()
+    try:
+        given = Path(raw).expanduser()
+    except RuntimeError:  # "~name" of a user with no home directory here
+        raise violation("unknown_home", raw) from None
     if not given.is_absolute():
         given = allowed[0] / given
     return Path(os.path.normpath(given))

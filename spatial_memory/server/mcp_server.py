@@ -22,7 +22,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 
-from ..errors import SpatialMemoryError
+from ..errors import SpatialMemoryError, ValidationError
 from ..tools.calls import failure, internal_failure
 from ..transport.handshake import Handover, HandshakeCache, Recorder
 from ..validation import argument_problem
@@ -46,19 +46,19 @@ class SpatialMemoryMCPServer(MCPServer):
         if problem is None:
             problem = self._unknown_argument(name, arguments)
         if problem is not None:
-            return failure("ValidationError", f"Invalid arguments: {problem}")
+            return failure(ValidationError(f"Invalid arguments: {problem}"))
         try:
             return await super().call_tool(name, arguments, context)
         except RecursionError:
-            return failure("ValidationError", "Invalid arguments: nested too deeply")
+            return failure(ValidationError("Invalid arguments: nested too deeply"))
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(cause, pydantic.ValidationError):
-                return failure("ValidationError", self._describe(name, cause))
+                return failure(ValidationError(self._describe(name, cause)))
             if isinstance(cause, SpatialMemoryError):
-                return failure(cause.error_type, cause.message)
+                return failure(cause)
             if str(exc).startswith("Unknown tool"):
-                return failure("ValidationError", f"Unknown tool: {name[:100]}")
+                return failure(ValidationError(f"Unknown tool: {name[:100]}"))
             return internal_failure(name)
 
     def __init__(self, *args: Any, tools: list[Tool], **kwargs: Any) -> None:

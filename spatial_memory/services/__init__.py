@@ -1,1 +1,3 @@
-"""services"""
+"""The operations behind the tools, one service per job; each method validates, works in a worker
+thread (blocking) and returns a typed result (results.py). Services call storage/, embeddings/,
+text/ and algorithms/, never the MCP layer."""

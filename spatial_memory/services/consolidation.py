@@ -13,10 +13,10 @@ import numpy as np
 
 from .. import validation as check
 from ..errors import (
-    ConsolidationError,
     NamespaceNotFoundError,
     StorageError,
     ValidationError,
+    with_context,
 )
 from ..limits import DUPLICATE_SIMILARITY
 from ..storage.filters import build_filter
@@ -86,9 +86,9 @@ class ConsolidationService(Service):
                     try:
                         store.replace(new_records, delete_ids)
                     except StorageError as exc:
-                        raise ConsolidationError(
-                            "Consolidation failed and nothing was changed (the merge and the deletions are one "
-                            f"commit): {exc.message[:300]}"
+                        raise with_context(
+                            exc,
+                            "Consolidation failed and nothing was changed (the merge and the deletions are one commit)",
                         ) from exc
         if not dry_run and any(p[2] is not None for p in plans):
             self._r.upkeep.poke()

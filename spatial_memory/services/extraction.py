@@ -10,6 +10,7 @@ from .. import validation as check
 from ..errors import (
     ExtractionError,
     StorageError,
+    with_context,
 )
 from ..limits import DUPLICATE_SIMILARITY
 from ..runtime.resources import Resources
@@ -84,9 +85,7 @@ class ExtractionService(Service):
             try:
                 memory.store_records(records)
             except StorageError as exc:
-                raise ExtractionError(
-                    f"Storing the extracted memories failed; nothing was stored: {exc.message[:300]}"
-                ) from exc
+                raise with_context(exc, "Storing the extracted memories failed; nothing was stored") from exc
         new_ids = {i: r.id for i, r in zip(accepted, records, strict=True)}
 
         extractions = []

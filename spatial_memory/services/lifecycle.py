@@ -45,9 +45,9 @@ import numpy as np
 from .. import validation as check
 from ..errors import (
     DecayError,
-    ReinforcementError,
     StorageError,
     ValidationError,
+    with_context,
 )
 from ..storage.filters import build_filter
 from ..storage.records import MemoryRecord, as_utc, iso
@@ -159,7 +159,7 @@ class LifecycleService(Service):
                 try:
                     store.upsert(updates)
                 except StorageError as exc:
-                    raise DecayError(f"Applying decay failed and nothing was changed: {exc.message[:300]}") from exc
+                    raise with_context(exc, "Applying decay failed and nothing was changed") from exc
         if updates:
             self._r.upkeep.poke()
         decayed = len(details)
@@ -244,9 +244,7 @@ class LifecycleService(Service):
                 try:
                     store.upsert(updates)
                 except StorageError as exc:
-                    raise ReinforcementError(
-                        f"Reinforcement failed and nothing was changed: {exc.message[:300]}"
-                    ) from exc
+                    raise with_context(exc, "Reinforcement failed and nothing was changed") from exc
         if updates:
             self._r.upkeep.poke()
         return ReinforceResult(

@@ -35,7 +35,7 @@ def _same_model(a: str, b: str) -> bool:
 def _check_import_vectors(parsed, model_id: str, dim: int) -> None:
     """File-level checks on imported vectors before any record is looked at."""
     from ..errors import DimensionMismatchError
-    from ..portability.formats import vector_lengths
+    from ..portability.import_records import vector_lengths
 
     if parsed.vectors is None or all(v is None or (isinstance(v, str) and not v.strip()) for v in parsed.vectors):
         raise ValidationError(
@@ -111,15 +111,14 @@ class PortabilityService(Service):
         """
         import time
 
-        from ..portability import formats as portability
-        from ..portability import paths
+        from ..portability import export_file, formats, paths
         from ..storage.schema import SUMMARY_COLUMNS
 
         started = time.perf_counter()
         if not isinstance(output_path, str) or not output_path.strip():
             raise ValidationError("output_path cannot be empty")
         target = paths.resolve_export_path(output_path, self._settings.allowed_export_dirs)
-        fmt = portability.format_for(target, format, for_export=True)
+        fmt = formats.format_for(target, format, for_export=True)
         with_vectors = bool(include_vectors) if include_vectors is not None else fmt != "csv"
         store = self._r.store()
         # Recalls' access counts wait for a pause before they are written; the export must
@@ -130,8 +129,8 @@ class PortabilityService(Service):
         if namespace is not None and table.num_rows == 0:
             raise NamespaceNotFoundError(f"Namespace not found: '{namespace}'. Use namespaces to list them.")
         table = table.sort_by([("created_at", "ascending"), ("id", "ascending")])
-        header = portability.ExportHeader(store.model_id, store.dim, with_vectors)
-        size = portability.write_export(target, table, fmt, header)
+        header = export_file.ExportHeader(store.model_id, store.dim, with_vectors)
+        size = export_file.write_export(target, table, fmt, header)
         return ExportResult(
             format=fmt,
             output_path=str(target),
@@ -169,8 +168,7 @@ class PortabilityService(Service):
         import contextlib
         import time
 
-        from ..portability import formats as portability
-        from ..portability import paths
+        from ..portability import formats, import_file, import_records, paths
 
         started = time.perf_counter()
         s = self._settings
@@ -182,14 +180,14 @@ class PortabilityService(Service):
         if isinstance(dedup_threshold, bool) or not low <= dedup_threshold <= high:
             raise ValidationError(f"dedup_threshold must be between {low} and {high}")
         source = paths.resolve_import_path(source_path, s.allowed_import_dirs)
-        fmt = portability.format_for(source, format, for_export=False)
+        fmt = formats.format_for(source, format, for_export=False)
         data = paths.read_regular_file(source, source_path, int(s.max_import_file_mb * 1_048_576))
-        parsed = portability.parse_file(data, fmt, max_records=s.max_import_records)
+        parsed = import_file.parse_file(data, fmt, max_records=s.max_import_records)
         del data
         store = self._r.store()
         if not regenerate_embeddings and parsed.total:
             _check_import_vectors(parsed, store.model_id, store.dim)
-        candidates, problems = portability.check_rows(
+        candidates, problems = import_records.check_rows(
             parsed,
             s,
             namespace_override=namespace_override,

@@ -1,4 +1,8 @@
-"""Typed tool results. Their JSON schemas become the tools' published outputSchema."""
+"""Typed tool results. Their JSON schemas become the tools' published outputSchema.
+
+One model per result, kept in one module because together they are the contract clients read
+(tests/snapshots/tools_list.json pins it).
+"""
 
 from __future__ import annotations
 

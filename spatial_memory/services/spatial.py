@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-from typing import Any
-
 import numpy as np
 
 from .. import algorithms as alg
@@ -19,6 +15,7 @@ from ..errors import (
 from ..runtime.resources import Resources
 from ..storage.filters import build_filter
 from ..storage.records import MemoryRecord, ScoredMemory
+from .cache import VersionedCache
 from .results import (
     Cluster,
     ClusterSample,
@@ -37,29 +34,6 @@ COVERAGE_SIMILARITY = 0.6
 WANDER_CANDIDATES = 10
 REGION_SAMPLES = 3
 MAX_REGION_MEMORIES = 20_000
-
-
-class VersionedCache:
-    """A small LRU of results keyed by (table version, arguments): a changed store misses."""
-
-    def __init__(self, size: int = 8) -> None:
-        self._items: OrderedDict[Any, Any] = OrderedDict()
-        self._size = size
-        self._lock = threading.Lock()
-
-    def get(self, key: Any) -> Any:
-        with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                return self._items[key]
-        return None
-
-    def put(self, key: Any, value: Any) -> None:
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
 
 
 def _path_memory(hit: ScoredMemory) -> PathMemory:

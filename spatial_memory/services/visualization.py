@@ -10,8 +10,8 @@ from ..runtime.resources import Resources
 from ..storage.filters import build_filter
 from ..storage.records import MemoryRecord
 from ..text import render
+from .cache import VersionedCache
 from .results import VisualCluster, VisualEdge, VisualizeResult, VisualNode
-from .spatial import VersionedCache
 
 EDGE_NEIGHBORS = 3
 MIN_EDGE_SIMILARITY = 0.3

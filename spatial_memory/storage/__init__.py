@@ -1,1 +1,2 @@
-"""storage"""
+"""Everything that talks to LanceDB: the memories table (store.py and its parts), the exact
+in-memory copy, the access ledger, indexes, filters (typed values, never pasted text) and upkeep."""

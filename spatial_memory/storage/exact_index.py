@@ -19,6 +19,7 @@ fetched from LanceDB once and then kept as records, until a commit touches them 
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -26,7 +27,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pyarrow as pa
 
-from .records import MemoryRecord
+from .filters import Filter, build_filter
+from .records import MemoryRecord, ScoredMemory
+from .schema import SUMMARY_COLUMNS, rows_to_records
+
+log = logging.getLogger(__name__)
 
 UNKNOWN = -1
 
@@ -252,3 +257,108 @@ class ExactIndex:
         if code is None:
             code = self._namespace_codes[namespace] = len(self._namespace_codes)
         return code
+
+
+# Up to this many unresolved row addresses are looked up by id; more (after a compaction),
+# by one scan of the id column.
+RESOLVE_BY_ID_MAX = 1024
+
+
+class ExactSearch:
+    """MemoryStore's searches and row fetches through the in-memory exact copy (uses the store's table)."""
+
+    def _exact_snapshot(self, *, load: bool = True) -> Snapshot | None:
+        """The exact copy at the table's current version (loading it if allowed and small
+        enough), or None when searches must go to LanceDB."""
+        if self._vector_index_ready():
+            return None
+        try:
+            version = self._table.version
+            snap = self._exact.current(version)
+            if snap is not None or not load or self._exact_skipped_at == version:
+                return snap
+            if self._table.count_rows() > self._exact.max_rows:
+                self._exact_skipped_at = version
+                return None
+            columns = [*SUMMARY_COLUMNS, "vector"]
+            scan = self._table.search().select(columns).with_row_id(True).limit(None).to_arrow()
+            if self._table.version != version:
+                return None  # changed while reading: let LanceDB answer this time
+            return self._exact.load(scan, version)
+        except Exception:  # noqa: BLE001 - LanceDB's own search is always there to fall back on
+            log.debug("exact index unavailable", exc_info=True)
+            return None
+
+    def _exact_search(
+        self, vector: np.ndarray, limit: int, flt: Filter | None, with_vectors: bool
+    ) -> list[ScoredMemory] | None:
+        if flt is not None and (flt.metadata or (flt.sql and flt.only_namespace is None)):
+            return None
+        snap = self._exact_snapshot()
+        if snap is None:
+            return None
+        top = self._exact.top(snap, vector, limit, flt.only_namespace if flt else None)
+        records = self._fetch_rows(snap, [row for row, _ in top], with_vectors=with_vectors)
+        if records is None:
+            return None
+        return [ScoredMemory(r, min(1.0, max(0.0, score))) for r, (_, score) in zip(records, top)]
+
+    def _fetch_rows(self, snap: Snapshot, rows: list[int], *, with_vectors: bool) -> list[MemoryRecord] | None:
+        """The records at these rows of the copy, in order; None when the table no longer
+        matches the copy (a row is missing), so the caller asks LanceDB instead."""
+        if not rows:
+            return []
+        wanted = [snap.ids[row] for row in rows]
+        loaded = [row for row in rows if snap.current_summary[row]]
+        by_id = {r.id: r for r in rows_to_records(snap.summary.take(loaded))} if loaded else {}
+        by_id.update(self._exact.kept([i for i in wanted if i not in by_id]))
+        missing = [row for row in rows if snap.ids[row] not in by_id]
+        addresses = [int(snap.addresses[row]) for row in missing if snap.addresses[row] != UNKNOWN]
+        unknown = [snap.ids[row] for row in missing if snap.addresses[row] == UNKNOWN]
+        try:
+            found: list[MemoryRecord] = []
+            if addresses:
+                found += rows_to_records(self._table.take_row_ids(addresses).select(SUMMARY_COLUMNS).to_arrow())
+            if unknown:
+                found += rows_to_records(self._scan(build_filter(ids=unknown).sql, SUMMARY_COLUMNS))
+        except Exception:  # noqa: BLE001 - stale addresses: fall back to a search by value
+            log.debug("fetching rows by address failed", exc_info=True)
+            return None
+        wanted_ids = set(wanted)
+        fresh = [r for r in found if r.id in wanted_ids]
+        self._exact.keep(snap, fresh)
+        by_id.update((r.id, r) for r in fresh)
+        if any(i not in by_id for i in wanted):
+            return None
+        # Copies, so a caller changing a record never changes the kept one. The copy's vectors
+        # are the stored ones (the same float32 values).
+        if not with_vectors:
+            return [replace(by_id[i]) for i in wanted]
+        return [replace(by_id[i], vector=snap.vectors[row].copy()) for i, row in zip(wanted, rows)]
+
+    def refresh_exact(self) -> None:
+        """Upkeep: (re)load the exact copy and look up row addresses of rows written since."""
+        snap = self._exact_snapshot()
+        if snap is None:
+            return
+        pending = self._exact.unresolved(snap)
+        if not pending:
+            return
+        try:
+            query = self._table.search().with_row_id(True)
+            if len(pending) > RESOLVE_BY_ID_MAX:  # after a compaction: every address, from one scan
+                found = query.select(["id"]).limit(None).to_arrow()
+            else:
+                query = query.where(build_filter(ids=pending).sql).select(SUMMARY_COLUMNS)
+                found = query.limit(len(pending)).to_arrow()
+            if self._table.version != snap.version:
+                return
+        except Exception:  # noqa: BLE001 - advisory: unresolved rows are fetched by id
+            log.debug("resolving row addresses failed", exc_info=True)
+            return
+        ids, addresses = found.column("id").to_pylist(), found.column("_rowid").to_pylist()
+        self._exact.resolve_addresses(snap.version, dict(zip(ids, addresses)))
+        if len(pending) <= RESOLVE_BY_ID_MAX:
+            # Rewritten rows (recall's access counts) are the ones found again soonest: keep them
+            # now rather than on the next search that hits them.
+            self._exact.keep(snap, rows_to_records(found.drop_columns(["_rowid"])))

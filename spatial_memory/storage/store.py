@@ -2,8 +2,15 @@
 
 Every method is synchronous and blocks: callers run them in worker threads, never on
 the event loop. Writes are serialized by a lock shared by every thread and every process
-using the store (`StoreLock`); each public write is a single LanceDB commit, so it is
-either fully applied or not at all.
+using the store (`StoreLock`, locking.py); each public write is a single LanceDB commit, so it
+is either fully applied or not at all.
+
+The class is assembled from parts, one concern each: exact_index.ExactSearch (the in-memory
+exact copy), access_ledger.AccessCounts (recall access counts), maintenance.Maintenance
+(compaction, index upkeep) and fulltext.FullTextSearch (keyword search); schema.py holds the
+table's schema and row conversion. This module keeps what they share: opening the table, the
+reads, and the write path (lock, commit with retry, the exact copy told of each commit). It
+is over 400 lines because those reads and writes uphold one set of invariants together.
 """
 
 from __future__ import annotations
@@ -13,8 +20,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,15 +28,15 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import ConfigurationError, SpatialMemoryError, StorageError
-from .access_ledger import ACCESS_COLUMNS, FOLD_FRACTION, Access, AccessLedger, accesses_table
+from .access_ledger import ACCESS_COLUMNS, AccessCounts, AccessLedger
 from .connection import LARGE_INDEX_CACHE_BYTES, SMALL_INDEX_CACHE_BYTES, connect
-from .exact_index import UNKNOWN, ExactIndex, Snapshot
-from .filters import Filter, build_filter, metadata_matches, quote
+from .exact_index import ExactIndex, ExactSearch
+from .filters import Filter, build_filter, metadata_matches
 from .fulltext import FullTextSearch
 from .indexing import IndexPolicy
 from .locking import INDEX_LOCK_FILE, LOCK_FILE, WRITE_ATTEMPTS, StoreLock, backoff, is_retryable
 from .maintenance import Maintenance
-from .records import MemoryRecord, ScoredMemory, is_uuid, utc_now
+from .records import MemoryRecord, ScoredMemory, is_uuid
 from .schema import (
     MODEL_KEY,
     SUMMARY_COLUMNS,
@@ -48,9 +54,6 @@ log = logging.getLogger(__name__)
 # (2.2): measured here, 10 rows of the 11 summary columns out of 300,000 took 3.9-4.6 ms
 # against 9.3-12 ms. Full scans cost the same. A table keeps the format it was created with.
 DATA_STORAGE_VERSION = "2.1"
-# Up to this many unresolved row addresses are looked up by id; more (after a compaction),
-# by one scan of the id column.
-RESOLVE_BY_ID_MAX = 1024
 
 
 BULK_ROWS = 1000
@@ -60,7 +63,7 @@ def _written(records: Sequence[MemoryRecord]) -> list[tuple[str, str, np.ndarray
     return [(r.id, r.namespace, np.asarray(r.vector, dtype=np.float32)) for r in records]
 
 
-class MemoryStore(Maintenance, FullTextSearch):
+class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch):
     def __init__(
         self,
         db_path: Path,
@@ -267,107 +270,6 @@ class MemoryStore(Maintenance, FullTextSearch):
             if similarity >= min_similarity:
                 results.append(ScoredMemory(record, similarity))
         return results
-
-    # ---- the in-memory exact index -------------------------------------------------------
-
-    def _exact_snapshot(self, *, load: bool = True) -> Snapshot | None:
-        """The exact copy at the table's current version (loading it if allowed and small
-        enough), or None when searches must go to LanceDB."""
-        if self._vector_index_ready():
-            return None
-        try:
-            version = self._table.version
-            snap = self._exact.current(version)
-            if snap is not None or not load or self._exact_skipped_at == version:
-                return snap
-            if self._table.count_rows() > self._exact.max_rows:
-                self._exact_skipped_at = version
-                return None
-            columns = [*SUMMARY_COLUMNS, "vector"]
-            scan = self._table.search().select(columns).with_row_id(True).limit(None).to_arrow()
-            if self._table.version != version:
-                return None  # changed while reading: let LanceDB answer this time
-            return self._exact.load(scan, version)
-        except Exception:  # noqa: BLE001 - LanceDB's own search is always there to fall back on
-            log.debug("exact index unavailable", exc_info=True)
-            return None
-
-    def _exact_search(
-        self, vector: np.ndarray, limit: int, flt: Filter | None, with_vectors: bool
-    ) -> list[ScoredMemory] | None:
-        if flt is not None and (flt.metadata or (flt.sql and flt.only_namespace is None)):
-            return None
-        snap = self._exact_snapshot()
-        if snap is None:
-            return None
-        top = self._exact.top(snap, vector, limit, flt.only_namespace if flt else None)
-        records = self._fetch_rows(snap, [row for row, _ in top], with_vectors=with_vectors)
-        if records is None:
-            return None
-        return [ScoredMemory(r, min(1.0, max(0.0, score))) for r, (_, score) in zip(records, top)]
-
-    def _fetch_rows(self, snap: Snapshot, rows: list[int], *, with_vectors: bool) -> list[MemoryRecord] | None:
-        """The records at these rows of the copy, in order; None when the table no longer
-        matches the copy (a row is missing), so the caller asks LanceDB instead."""
-        if not rows:
-            return []
-        wanted = [snap.ids[row] for row in rows]
-        loaded = [row for row in rows if snap.current_summary[row]]
-        by_id = {r.id: r for r in rows_to_records(snap.summary.take(loaded))} if loaded else {}
-        by_id.update(self._exact.kept([i for i in wanted if i not in by_id]))
-        missing = [row for row in rows if snap.ids[row] not in by_id]
-        addresses = [int(snap.addresses[row]) for row in missing if snap.addresses[row] != UNKNOWN]
-        unknown = [snap.ids[row] for row in missing if snap.addresses[row] == UNKNOWN]
-        try:
-            found: list[MemoryRecord] = []
-            if addresses:
-                found += rows_to_records(self._table.take_row_ids(addresses).select(SUMMARY_COLUMNS).to_arrow())
-            if unknown:
-                found += rows_to_records(self._scan(build_filter(ids=unknown).sql, SUMMARY_COLUMNS))
-        except Exception:  # noqa: BLE001 - stale addresses: fall back to a search by value
-            log.debug("fetching rows by address failed", exc_info=True)
-            return None
-        wanted_ids = set(wanted)
-        fresh = [r for r in found if r.id in wanted_ids]
-        self._exact.keep(snap, fresh)
-        by_id.update((r.id, r) for r in fresh)
-        if any(i not in by_id for i in wanted):
-            return None
-        # Copies, so a caller changing a record never changes the kept one. The copy's vectors
-        # are the stored ones (the same float32 values).
-        if not with_vectors:
-            return [replace(by_id[i]) for i in wanted]
-        return [replace(by_id[i], vector=snap.vectors[row].copy()) for i, row in zip(wanted, rows)]
-
-    def refresh_exact(self) -> None:
-        """Upkeep: (re)load the exact copy and look up row addresses of rows written since."""
-        snap = self._exact_snapshot()
-        if snap is None:
-            return
-        pending = self._exact.unresolved(snap)
-        if not pending:
-            return
-        try:
-            query = self._table.search().with_row_id(True)
-            if len(pending) > RESOLVE_BY_ID_MAX:  # after a compaction: every address, from one scan
-                found = query.select(["id"]).limit(None).to_arrow()
-            else:
-                query = query.where(build_filter(ids=pending).sql).select(SUMMARY_COLUMNS)
-                found = query.limit(len(pending)).to_arrow()
-            if self._table.version != snap.version:
-                return
-        except Exception:  # noqa: BLE001 - advisory: unresolved rows are fetched by id
-            log.debug("resolving row addresses failed", exc_info=True)
-            return
-        ids, addresses = found.column("id").to_pylist(), found.column("_rowid").to_pylist()
-        self._exact.resolve_addresses(snap.version, dict(zip(ids, addresses)))
-        if len(pending) <= RESOLVE_BY_ID_MAX:
-            # Rewritten rows (recall's access counts) are the ones found again soonest: keep them
-            # now rather than on the next search that hits them.
-            self._exact.keep(snap, rows_to_records(found.drop_columns(["_rowid"])))
-
-    def search_many(self, vectors: np.ndarray, limit: int, flt: Filter | None = None) -> list[list[ScoredMemory]]:
-        return [self.search(v, limit, flt) for v in vectors]
 
     def namespaces(self) -> list[NamespaceInfo]:
         table = self._scan(None, ["namespace", "created_at"])
@@ -579,81 +481,3 @@ class MemoryStore(Maintenance, FullTextSearch):
             )
             self._forget_accesses(ids)
         return ids
-
-    def record_access(self, counts: dict[str, int], when: datetime | None = None) -> None:
-        """Add recall accesses (id -> how many) and stamp last_accessed: into the access ledger
-        once the table has a vector index (see access_ledger), into the rows before that."""
-        wanted = {i: int(n) for i, n in counts.items() if is_uuid(i) and int(n) > 0}
-        if not wanted:
-            return
-        when = (when or utc_now()).astimezone(timezone.utc)
-        with self._write_lock:
-            if self._vector_index_ready():
-                self._ledger_accesses(wanted, when)
-            else:
-                self.fold_accesses()
-                self._row_accesses(wanted, when)
-
-    def _row_accesses(self, counts: dict[str, int], when: datetime) -> None:
-        """One update per distinct count."""
-        naive = when.replace(tzinfo=None)
-        stamp = f"CAST('{naive.isoformat(sep=' ', timespec='microseconds')}' AS TIMESTAMP)"
-        by_count: dict[int, list[str]] = {}
-        for memory_id, n in counts.items():
-            by_count.setdefault(n, []).append(memory_id)
-        for n, ids in by_count.items():
-            where = f"id IN ({', '.join(quote(i) for i in ids)})"
-            values = {"access_count": f"access_count + {int(n)}", "last_accessed": stamp}
-            self._commit(
-                "recording accesses failed",
-                lambda w=where, v=values: self._table.update(where=w, values_sql=v),
-                change={"moved": ids},
-            )
-
-    def _ledger_accesses(self, counts: dict[str, int], when: datetime) -> None:
-        entries = self._ledger.entries(exact=True)
-        unseen = [i for i in counts if i not in entries]
-        base: dict[str, int] = {}
-        if unseen:
-            rows = self._scan(build_filter(ids=unseen).sql, ["id", "access_count"])
-            base = dict(zip(rows.column("id").to_pylist(), rows.column("access_count").to_pylist()))
-        updates = {}
-        for memory_id, n in counts.items():
-            before = entries[memory_id].count if memory_id in entries else base.get(memory_id)
-            if before is not None:  # else deleted since the recall
-                updates[memory_id] = Access(int(before) + n, when)
-        self._attempt("recording accesses failed", lambda: self._ledger.write(updates), None, counted=False)
-        if self._ledger.needs_optimize():
-            self._attempt(
-                "tidying the access ledger failed", lambda: self._ledger.optimize(self._retention), None, counted=False
-            )
-        if len(self._ledger) > FOLD_FRACTION * max(self._table.count_rows(), 1):
-            self.fold_accesses()
-            # The fold deleted a tenth of the rows from their fragments: let the next upkeep
-            # pass compact, which rewrites those fragments without their deletion masks.
-            self._writes_since_compaction = max(self._writes_since_compaction, self._compact_threshold + 1)
-
-    def fold_accesses(self) -> None:
-        """Write the ledger's access counts into the memory rows (one commit) and clear it."""
-        with self._write_lock:
-            entries = self._ledger.entries(exact=True)
-            if not entries:
-                return
-            ids = list(entries)
-            data = accesses_table(ids, [entries[i] for i in ids])
-            self._commit(
-                "writing access counts failed, nothing was changed",
-                lambda: self._table.merge_insert("id").when_matched_update_all().execute(data),
-                change={"moved": ids},
-            )
-            self._forget_accesses(ids)
-
-    def _forget_accesses(self, ids: Sequence[str]) -> None:
-        """Drop ledger entries of rows just written with their access values, or deleted
-        (under the write lock, after the commit that made them redundant)."""
-        try:
-            self._attempt("clearing the access ledger failed", lambda: self._ledger.drop(ids), None, counted=False)
-        except StorageError as exc:
-            # The memory write landed. An entry left behind still holds the row's current
-            # values unless the row was replaced from outside (import), where it is now stale.
-            log.warning("%s", exc)

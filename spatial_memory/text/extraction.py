@@ -2,7 +2,9 @@
 
 Pure module (standard library only).  It turns meeting notes, chat logs,
 commit messages, bug reports, markdown documents and personal notes into a
-list of :class:`Candidate` statements that are worth remembering.
+list of :class:`Statement` objects worth remembering.  It is long because
+most of it is the rule table (patterns, their confidences and the phrases
+they must not fire on), which reads best in one place.
 
 Pipeline
 --------
@@ -40,7 +42,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "PATTERN_TYPES",
-    "Candidate",
+    "Statement",
     "split_sentences",
     "extract_candidates",
     "clean_span",
@@ -63,7 +65,7 @@ PATTERN_TYPES = (
 
 
 @dataclass(frozen=True)
-class Candidate:
+class Statement:
     """A statement worth remembering.
 
     Invariant: ``content == clean_span(text[start_pos:end_pos])`` where
@@ -862,6 +864,6 @@ def extract_candidates(text: str, min_confidence: float = 0.5) -> list:
         if not key or key in seen:
             continue
         seen.add(key)
-        out.append(Candidate(content, conf, ptype, s, e))
+        out.append(Statement(content, conf, ptype, s, e))
     out.sort(key=lambda c: c.start_pos)
     return out

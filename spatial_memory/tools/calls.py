@@ -19,7 +19,7 @@ import pydantic
 from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
-from ..errors import SpatialMemoryError
+from ..errors import InternalError, ResultTooLargeError, SpatialMemoryError, ValidationError
 from ..runtime.imports import import_heavy_modules
 from ..transport.cancellation import request_scope
 
@@ -42,20 +42,20 @@ def success(result: pydantic.BaseModel) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=_json(data))], structured_content=data)
 
 
-def failure(error_type: str, message: str) -> CallToolResult:
+def failure(error: SpatialMemoryError) -> CallToolResult:
     """An isError result whose text is the typed JSON body `{"error", "message", "isError"}`.
 
     No structuredContent: clients built on the TypeScript SDK validate structuredContent against the
     tool's outputSchema even when isError is set, and would throw away the message."""
-    message = message.encode("utf-8", "replace").decode("utf-8")  # an echoed lone surrogate cannot be sent
-    data = {"error": error_type, "message": message, "isError": True}
+    message = error.message.encode("utf-8", "replace").decode("utf-8")  # an echoed lone surrogate cannot be sent
+    data = {"error": error.error_type, "message": message, "isError": True}
     return CallToolResult(content=[TextContent(type="text", text=_json(data))], is_error=True)
 
 
 def internal_failure(where: str) -> CallToolResult:
     reference = uuid.uuid4().hex[:8]
     log.exception("internal error in %s (reference %s)", where, reference)
-    return failure("InternalError", f"An internal error occurred. Reference: {reference}")
+    return failure(InternalError(f"An internal error occurred. Reference: {reference}"))
 
 
 async def _heartbeat(ctx: Context, message: str) -> None:
@@ -127,9 +127,9 @@ async def _call(
             raise
         except SpatialMemoryError as exc:
             log.info("%s: %s", exc.error_type, exc.message)
-            return failure(exc.error_type, exc.message)
+            return failure(exc)
         except RecursionError:
-            return failure("ValidationError", "Invalid arguments: nested too deeply")
+            return failure(ValidationError("Invalid arguments: nested too deeply"))
         except Exception:  # noqa: BLE001 - the one place unexpected errors are caught
             return internal_failure(getattr(fn, "__qualname__", "tool"))
     try:
@@ -144,7 +144,8 @@ def _bounded(out: CallToolResult, limit: int) -> CallToolResult:
     if size <= limit:
         return out
     return failure(
-        "ResultTooLargeError",
-        f"the result is {size:,} bytes; the limit is {limit:,} (SPATIAL_MEMORY_MAX_RESULT_BYTES). "
-        "Ask for fewer results (limit, max_memories) or narrow them (namespace, filters).",
+        ResultTooLargeError(
+            f"the result is {size:,} bytes; the limit is {limit:,} (SPATIAL_MEMORY_MAX_RESULT_BYTES). "
+            "Ask for fewer results (limit, max_memories) or narrow them (namespace, filters)."
+        )
     )

@@ -1,0 +1,313 @@
+"""Checking imported records field by field: valid ones become ImportRecords, the others RowProblems."""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+
+from .. import validation as check
+from ..config import Settings
+from ..errors import ValidationError
+from ..storage.records import SOURCES, utc_now
+from .formats import (
+    MAX_ACCESS_COUNT,
+    MAX_SHOWN_VALUE,
+)
+from .import_file import BadRow, ParsedFile
+
+
+@dataclass
+class ImportRecord:
+    """A valid record ready to be stored (the id is kept only when it is a free UUID)."""
+
+    row_number: int
+    id: str | None
+    content: str
+    namespace: str
+    tags: list[str]
+    importance: float
+    source: str
+    metadata: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    last_accessed: datetime
+    access_count: int
+    vector: np.ndarray | None
+
+
+@dataclass
+class RowProblem:
+    row_number: int
+    field: str
+    error: str
+    value: str | None
+
+
+def shown_value(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, np.ndarray):
+        return f"<{value.size} values>"
+    if isinstance(value, (list, tuple)) and len(value) > 20:
+        return f"<{len(value)} values>"
+    if not isinstance(value, str):
+        try:
+            value = json.dumps(value, ensure_ascii=False, default=str)
+        except (TypeError, ValueError):
+            value = repr(value)
+    return value if len(value) <= MAX_SHOWN_VALUE else value[:MAX_SHOWN_VALUE] + "..."
+
+
+def vector_lengths(vectors: list[Any] | None) -> set[int]:
+    """Lengths of the vectors that look like vectors (for the file-level dimension check)."""
+    lengths: set[int] = set()
+    for raw in vectors or []:
+        if isinstance(raw, str):
+            try:
+                raw = json.loads(raw)
+            except ValueError:
+                continue
+        if isinstance(raw, (list, tuple, np.ndarray)):
+            lengths.add(len(raw))
+    return lengths
+
+
+class _Problem(Exception):
+    def __init__(self, field: str, error: str, value: Any) -> None:
+        super().__init__(error)
+        self.field, self.error, self.value = field, error, value
+
+
+def _timestamp(name: str, value: Any, default: datetime) -> datetime:
+    if value is None:
+        return default
+    try:
+        if isinstance(value, datetime):
+            moment = value
+        elif isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            moment = datetime.fromtimestamp(value, tz=timezone.utc)
+        elif isinstance(value, str) and value.strip():
+            text = value.strip()
+            moment = datetime.fromisoformat(text[:-1] + "+00:00" if text[-1] in "zZ" else text)
+        else:
+            raise ValueError
+    except (ValueError, OverflowError, OSError):
+        raise _Problem(name, "must be an ISO 8601 timestamp", value) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc)
+
+
+def _json_text(name: str, value: str, expected: type, what: str) -> Any:
+    try:
+        decoded = json.loads(value)
+    except ValueError:
+        raise _Problem(name, f"must be {what}", value) from None
+    if not isinstance(decoded, expected):
+        raise _Problem(name, f"must be {what}", value)
+    return decoded
+
+
+def _tags(value: Any, settings: Settings) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            value = _json_text("tags", text, list, "a list of strings")
+        else:
+            value = [t for t in (part.strip() for part in text.split(",")) if t]
+    elif isinstance(value, np.ndarray):
+        value = value.tolist()
+    if not isinstance(value, (list, tuple)) or not all(isinstance(t, str) for t in value):
+        raise _Problem("tags", "must be a list of strings", value)
+    try:
+        return check.tags(list(value), settings)
+    except ValidationError as exc:
+        raise _Problem("tags", exc.message, value) from None
+
+
+def _metadata(value: Any, settings: Settings) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if isinstance(value, str):
+        value = _json_text("metadata", value, dict, "a JSON object") if value.strip() else {}
+    if not isinstance(value, dict):
+        raise _Problem("metadata", "must be a JSON object", value)
+    try:
+        return check.metadata(value, settings)
+    except ValidationError as exc:
+        raise _Problem("metadata", exc.message, value) from None
+
+
+def _importance(value: Any) -> float:
+    if value is None:
+        return 0.5
+    number = value
+    if isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            raise _Problem("importance", "must be a number from 0.0 to 1.0", value) from None
+    try:
+        return check.importance(number)
+    except ValidationError as exc:
+        raise _Problem("importance", exc.message, value) from None
+
+
+def _access_count(value: Any) -> int:
+    if value is None:
+        return 0
+    number = value
+    try:
+        if isinstance(value, str):
+            number = float(value) if any(c in value for c in ".eE") else int(value)
+        if isinstance(number, bool) or not isinstance(number, (int, float)) or number != int(number):
+            raise ValueError
+        count = int(number)
+    except (ValueError, OverflowError):
+        raise _Problem("access_count", "must be a whole number >= 0", value) from None
+    if not 0 <= count <= MAX_ACCESS_COUNT:
+        raise _Problem("access_count", f"must be between 0 and {MAX_ACCESS_COUNT}", value)
+    return count
+
+
+def _vector(value: Any, dim: int | None) -> np.ndarray | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if not value.strip():
+            return None
+        value = _json_text("vector", value, list, "a list of numbers")
+    try:
+        vector = np.asarray(value, dtype=np.float32)
+    except (TypeError, ValueError):
+        raise _Problem("vector", "must be a list of numbers", value) from None
+    if vector.ndim != 1 or vector.size == 0:
+        raise _Problem("vector", "must be a flat list of numbers", value)
+    if dim is not None and vector.size != dim:
+        raise _Problem("vector", f"has {vector.size} dimensions, the store needs {dim}", value)
+    if not np.all(np.isfinite(vector)):
+        raise _Problem("vector", "must contain only finite numbers", value)
+    norm = float(np.linalg.norm(vector))
+    if norm == 0.0:
+        raise _Problem("vector", "must not be all zeros", value)
+    # Stored vectors are unit length (cosine = dot product); exact round trips stay untouched.
+    return vector if abs(norm - 1.0) <= 1e-3 else (vector / norm).astype(np.float32)
+
+
+def _uuid(value: Any) -> str | None:
+    if value is None:
+        return None
+    try:
+        return str(uuid.UUID(str(value).strip()))
+    except ValueError:
+        return None
+
+
+def check_rows(
+    parsed: ParsedFile,
+    settings: Settings,
+    *,
+    namespace_override: str | None,
+    dim: int | None,
+    need_vectors: bool,
+) -> tuple[list[ImportRecord], list[RowProblem]]:
+    """Check every record (every field of it): the valid ones, and one problem per bad field.
+
+    Row numbers count records from 1 in file order (a CSV header is not a record).
+    With `dim` given, vectors are read and checked (`need_vectors`: a missing one is a problem);
+    without it they are ignored (the content will be embedded again).
+    """
+    candidates: list[ImportRecord] = []
+    problems: list[RowProblem] = []
+    now = utc_now()
+    for index, raw in enumerate(parsed.rows):
+        vector = parsed.vectors[index] if parsed.vectors is not None else None
+        candidate, row_problems = _check_row(
+            index + 1, raw, vector, settings, namespace_override, dim, need_vectors, now
+        )
+        problems.extend(row_problems)
+        if candidate is not None:
+            candidates.append(candidate)
+    return candidates, problems
+
+
+def _check_row(
+    row_number: int,
+    raw: Any,
+    raw_vector: Any,
+    settings: Settings,
+    namespace_override: str | None,
+    dim: int | None,
+    need_vectors: bool,
+    now: datetime,
+) -> tuple[ImportRecord | None, list[RowProblem]]:
+    if isinstance(raw, BadRow):
+        return None, [RowProblem(row_number, "record", raw.reason, None)]
+    if not isinstance(raw, dict):
+        return None, [RowProblem(row_number, "record", "must be an object", shown_value(raw))]
+    problems: list[RowProblem] = []
+
+    def take(fn: Callable[[], Any], default: Any = None) -> Any:
+        try:
+            return fn()
+        except _Problem as problem:
+            problems.append(RowProblem(row_number, problem.field, problem.error, shown_value(problem.value)))
+            return default
+
+    def content() -> str:
+        value = raw.get("content")
+        if not isinstance(value, str):
+            raise _Problem("content", "is missing or not text", value)
+        try:
+            return check.content(value, settings)
+        except ValidationError as exc:
+            raise _Problem("content", exc.message, value) from None
+
+    def namespace() -> str:
+        if namespace_override is not None:
+            return namespace_override
+        value = raw.get("namespace")
+        if value is None:
+            return "default"
+        if not isinstance(value, str):
+            raise _Problem("namespace", "must be text", value)
+        try:
+            return check.namespace(value, settings)
+        except ValidationError as exc:
+            raise _Problem("namespace", exc.message, value) from None
+
+    def vector() -> np.ndarray | None:
+        if dim is None:
+            return None
+        found = _vector(raw_vector, dim)
+        if found is None and need_vectors:
+            raise _Problem("vector", "is missing: pass regenerate_embeddings=true to embed the content", None)
+        return found
+
+    created = take(lambda: _timestamp("created_at", raw.get("created_at"), now), now)
+    updated = take(lambda: _timestamp("updated_at", raw.get("updated_at"), created), created)
+    candidate = ImportRecord(
+        row_number=row_number,
+        id=_uuid(raw.get("id")),
+        content=take(content, ""),
+        namespace=take(namespace, "default"),
+        tags=take(lambda: _tags(raw.get("tags"), settings), []),
+        importance=take(lambda: _importance(raw.get("importance")), 0.5),
+        source=raw.get("source") if raw.get("source") in SOURCES else "imported",
+        metadata=take(lambda: _metadata(raw.get("metadata"), settings), {}),
+        created_at=created,
+        updated_at=updated,
+        last_accessed=take(lambda: _timestamp("last_accessed", raw.get("last_accessed"), updated), updated),
+        access_count=take(lambda: _access_count(raw.get("access_count")), 0),
+        vector=take(vector, None),
+    )
+    return (None if problems else candidate), problems
