@@ -6,10 +6,12 @@ import json
 import math
 import re
 from collections.abc import Sequence
+from datetime import datetime, timezone
 from typing import Any
 
 from .config import Settings
 from .errors import ValidationError
+from .storage.records import Conversation
 
 NAMESPACE_PATTERN = re.compile(r"^[\w][\w.:/@-]*$")
 # Stored metadata comes back inside every result; JSON parsers (the MCP SDK's included) refuse
@@ -154,3 +156,40 @@ def one_of(name: str, value: Any, allowed: Sequence[str]) -> str:
     if value not in allowed:
         raise ValidationError(f"{name} must be one of {', '.join(allowed)}; got {str(value)[:40]!r}")
     return value
+
+
+MAX_LABEL_CHARS = 256  # session_id, speaker
+
+
+def conversation(value: Conversation) -> Conversation:
+    """A memory's conversation fields, checked: labels short plain text, sequence >= 0, occurred_at in UTC."""
+
+    def label(name: str, text: str | None) -> str | None:
+        if text is None:
+            return None
+        if not isinstance(text, str) or not text.strip():
+            raise ValidationError(f"{name} must be a non-empty string")
+        if len(text) > MAX_LABEL_CHARS:
+            raise ValidationError(f"{name} is longer than {MAX_LABEL_CHARS} characters")
+        if "\x00" in text or not _encodable(text):
+            raise ValidationError(f"{name} must be valid Unicode without NUL characters")
+        return text.strip()
+
+    sequence = value.sequence
+    if sequence is not None and (
+        isinstance(sequence, bool) or not isinstance(sequence, int) or not 0 <= sequence < 2**53
+    ):
+        raise ValidationError("sequence must be an integer from 0")
+    occurred = value.occurred_at
+    if occurred is not None:
+        if not isinstance(occurred, datetime):
+            raise ValidationError("occurred_at must be an ISO 8601 date and time")
+        occurred = (
+            occurred.replace(tzinfo=timezone.utc) if occurred.tzinfo is None else occurred.astimezone(timezone.utc)
+        )
+    return Conversation(
+        session_id=label("session_id", value.session_id),
+        sequence=sequence,
+        speaker=label("speaker", value.speaker),
+        occurred_at=occurred,
+    )

@@ -169,7 +169,8 @@ async def test_export_file_headers(source_settings):
     header = (exports / "h.csv").read_bytes().decode("utf-8").split("\r\n", 1)[0]
     assert (
         header
-        == "id,content,namespace,importance,tags,source,metadata,created_at,updated_at,last_accessed,access_count"
+        == "id,content,namespace,importance,tags,source,metadata,created_at,updated_at,last_accessed,access_count,"
+        "session_id,sequence,speaker,occurred_at"
     )
 
 

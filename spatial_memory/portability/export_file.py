@@ -88,6 +88,10 @@ def _export_rows(table: pa.Table) -> Iterable[dict[str, Any]]:
             "updated_at": iso(row["updated_at"]),
             "last_accessed": iso(row["last_accessed"]),
             "access_count": int(row["access_count"]),
+            "session_id": row["session_id"],
+            "sequence": row["sequence"],
+            "speaker": row["speaker"],
+            "occurred_at": iso(row["occurred_at"]) if row["occurred_at"] is not None else None,
         }
 
 

@@ -45,6 +45,10 @@ COLUMNS = [
     "updated_at",
     "last_accessed",
     "access_count",
+    "session_id",
+    "sequence",
+    "speaker",
+    "occurred_at",
 ]
 TIMESTAMPS = ("created_at", "updated_at", "last_accessed")
 META = "spatial_memory."

@@ -15,7 +15,7 @@ import numpy as np
 from .. import validation as check
 from ..config import Settings
 from ..errors import ValidationError
-from ..storage.records import SOURCES, utc_now
+from ..storage.records import SOURCES, Conversation, utc_now
 from .formats import (
     MAX_ACCESS_COUNT,
     MAX_SHOWN_VALUE,
@@ -39,6 +39,7 @@ class ImportRecord:
     updated_at: datetime
     last_accessed: datetime
     access_count: int
+    conversation: Conversation
     vector: np.ndarray | None
 
 
@@ -103,6 +104,41 @@ def _timestamp(name: str, value: Any, default: datetime) -> datetime:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     return moment.astimezone(timezone.utc)
+
+
+def _conversation(raw: dict[str, Any]) -> Conversation:
+    """The optional conversation fields (absent from the reference implementation's files)."""
+
+    def text(name: str) -> str | None:
+        value = raw.get(name)
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+        if not isinstance(value, str):
+            raise _Problem(name, "must be text", value)
+        return value
+
+    sequence = raw.get("sequence")
+    if isinstance(sequence, str) and sequence.strip():  # a CSV cell
+        try:
+            sequence = int(sequence.strip())
+        except ValueError:
+            raise _Problem("sequence", "must be a whole number >= 0", sequence) from None
+    elif isinstance(sequence, float) and sequence.is_integer():
+        sequence = int(sequence)
+    elif isinstance(sequence, str):
+        sequence = None
+    occurred = raw.get("occurred_at")
+    occurred = None if occurred is None or occurred == "" else _timestamp("occurred_at", occurred, utc_now())
+    found = Conversation(
+        session_id=text("session_id"), sequence=sequence, speaker=text("speaker"), occurred_at=occurred
+    )
+    try:
+        return check.conversation(found)
+    except ValidationError as exc:
+        field = next(
+            (f for f in ("session_id", "sequence", "speaker", "occurred_at") if f in exc.message), "conversation"
+        )
+        raise _Problem(field, exc.message, raw.get(field)) from None
 
 
 def _json_text(name: str, value: str, expected: type, what: str) -> Any:
@@ -308,6 +344,7 @@ def _check_row(
         updated_at=updated,
         last_accessed=take(lambda: _timestamp("last_accessed", raw.get("last_accessed"), updated), updated),
         access_count=take(lambda: _access_count(raw.get("access_count")), 0),
+        conversation=take(lambda: _conversation(raw), Conversation()),
         vector=take(vector, None),
     )
     return (None if problems else candidate), problems

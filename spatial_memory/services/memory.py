@@ -37,6 +37,7 @@ class MemoryService(Service):
                 tags=check.tags(item.tags, s),
                 importance=check.importance(item.importance),
                 metadata=check.metadata(item.metadata, s),
+                conversation=check.conversation(item.conversation),
             )
         except ValidationError as exc:
             raise ValidationError(f"{field_prefix}{exc.message}") from None
@@ -63,6 +64,7 @@ class MemoryService(Service):
                 updated_at=now,
                 last_accessed=now,
                 access_count=0,
+                conversation=v.conversation,
                 vector=vec,
             )
             for v, vec in zip(valid, vectors)

@@ -80,6 +80,7 @@ def _import_records(candidates, taken: set[str]) -> tuple[list[MemoryRecord], in
                 updated_at=c.updated_at,
                 last_accessed=c.last_accessed,
                 access_count=c.access_count,
+                conversation=c.conversation,
                 vector=c.vector,
             )
         )

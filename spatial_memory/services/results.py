@@ -30,6 +30,10 @@ class MemoryItem(BaseModel):
     importance: float
     created_at: str
     metadata: dict[str, Any]
+    session_id: str | None = Field(None, description="The conversation or episode it belongs to.")
+    sequence: int | None = Field(None, description="Its order within the session.")
+    speaker: str | None = Field(None, description="Who said or wrote it.")
+    occurred_at: str | None = Field(None, description="When it happened (ISO 8601), when known.")
 
     @classmethod
     def of(cls, scored: ScoredMemory) -> MemoryItem:
@@ -50,6 +54,10 @@ class MemoryDetail(BaseModel):
     last_accessed: str
     access_count: int
     metadata: dict[str, Any]
+    session_id: str | None = None
+    sequence: int | None = None
+    speaker: str | None = None
+    occurred_at: str | None = None
 
     @classmethod
     def of(cls, record: MemoryRecord) -> MemoryDetail:

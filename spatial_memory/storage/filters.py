@@ -31,6 +31,10 @@ COLUMNS: dict[str, str] = {
     "created_at": "timestamp",
     "updated_at": "timestamp",
     "last_accessed": "timestamp",
+    "session_id": "string",
+    "sequence": "number",
+    "speaker": "string",
+    "occurred_at": "timestamp",
 }
 MAX_LIST_VALUES = 1_000
 
@@ -142,12 +146,15 @@ def build_filter(
     tags: Iterable[str] | None = None,
     filters: Mapping[str, Any] | None = None,
     ids: Iterable[str] | None = None,
+    since: Any = None,
+    until: Any = None,
 ) -> Filter:
     """Combine typed conditions with AND.
 
     `filters` maps a column (or `metadata.<key>`) to a value (equality) or to
     `{operator: value}`; operators are eq, ne, gt, gte, lt, lte, in, nin, contains.
-    `tags` matches memories carrying any of the tags.
+    `tags` matches memories carrying any of the tags. `since` / `until` (ISO 8601, inclusive)
+    bound when a memory happened: its occurred_at, or its created_at when it has none.
     """
     clauses: list[str] = []
     meta: list[MetadataCondition] = []
@@ -163,6 +170,11 @@ def build_filter(
         id_list = list(ids)
         columns.add("id")
         clauses.append(f"id IN ({', '.join(quote(i) for i in id_list)})" if id_list else "false")
+    for bound, op in ((since, ">="), (until, "<=")):
+        if bound is not None:
+            moment = _timestamp(bound, "since" if op == ">=" else "until")
+            columns.update(("occurred_at", "created_at"))
+            clauses.append(f"COALESCE(occurred_at, created_at) {op} {moment}")
     for column, spec in (filters or {}).items():
         conditions = spec.items() if isinstance(spec, Mapping) else [("eq", spec)]
         for op, value in conditions:
@@ -182,6 +194,20 @@ def build_filter(
                 )
     only_namespace = namespace if namespace is not None and len(clauses) == 1 and not meta else None
     return Filter(" AND ".join(f"({c})" for c in clauses) or None, meta, only_namespace, frozenset(columns))
+
+
+def session_windows(windows: Iterable[tuple[str, int, int]], *, namespace: str | None = None) -> Filter:
+    """Memories of these sessions whose sequence lies in [low, high] (one window per session)."""
+    parts = [
+        f"(session_id = {quote(session)} AND sequence >= {int(low)} AND sequence <= {int(high)})"
+        for session, low, high in windows
+    ]
+    if not parts:
+        return Filter("false", [], None, frozenset({"session_id"}))
+    sql = "(" + " OR ".join(parts) + ")"
+    if namespace is not None:
+        sql = f"(namespace = {quote(namespace)}) AND {sql}"
+    return Filter(sql, [], None, frozenset({"session_id", "sequence", "namespace"}))
 
 
 def _compare(actual: Any, op: str, expected: Any) -> bool:

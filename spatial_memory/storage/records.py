@@ -11,6 +11,18 @@ SOURCES = ("manual", "extracted", "consolidated", "imported")
 
 
 @dataclass
+class Conversation:
+    """Where a memory sits in a conversation, all optional: the session (conversation or episode)
+    it belongs to, its order within it, who said or wrote it, and when it happened (distinct from
+    when it was stored, e.g. for an imported old conversation)."""
+
+    session_id: str | None = None
+    sequence: int | None = None
+    speaker: str | None = None
+    occurred_at: datetime | None = None
+
+
+@dataclass
 class NewMemory:
     """A memory a client asked to store, before validation."""
 
@@ -19,6 +31,7 @@ class NewMemory:
     tags: list[str] = field(default_factory=list)
     importance: float = 0.5
     metadata: dict[str, Any] = field(default_factory=dict)
+    conversation: Conversation = field(default_factory=Conversation)
 
 
 def utc_now() -> datetime:
@@ -62,10 +75,12 @@ class MemoryRecord:
     updated_at: datetime = field(default_factory=utc_now)
     last_accessed: datetime = field(default_factory=utc_now)
     access_count: int = 0
+    conversation: Conversation = field(default_factory=Conversation)
     vector: Any = None  # np.ndarray (float32, unit norm) when loaded
 
     def summary(self) -> dict[str, Any]:
         """The standard memory fields tools return."""
+        c = self.conversation
         return {
             "id": self.id,
             "content": self.content,
@@ -74,6 +89,10 @@ class MemoryRecord:
             "importance": round(float(self.importance), 6),
             "created_at": iso(self.created_at),
             "metadata": self.metadata,
+            "session_id": c.session_id,
+            "sequence": c.sequence,
+            "speaker": c.speaker,
+            "occurred_at": iso(c.occurred_at) if c.occurred_at is not None else None,
         }
 
 

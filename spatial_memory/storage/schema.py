@@ -9,7 +9,7 @@ from datetime import datetime
 import numpy as np
 import pyarrow as pa
 
-from .records import MemoryRecord, utc_now
+from .records import Conversation, MemoryRecord, utc_now
 
 TABLE_NAME = "memories"
 MODEL_KEY = b"spatial_memory.embedding_model"
@@ -26,8 +26,20 @@ SUMMARY_COLUMNS = [
     "updated_at",
     "last_accessed",
     "access_count",
+    "session_id",
+    "sequence",
+    "speaker",
+    "occurred_at",
 ]
 TS = pa.timestamp("us", tz="UTC")
+# Columns added after release 0.1.0: nullable, so a store written before them gains them, all
+# null, in one commit when it is opened (MemoryStore._migrate).
+ADDED_COLUMNS = [
+    pa.field("session_id", pa.string(), nullable=True),
+    pa.field("sequence", pa.int64(), nullable=True),
+    pa.field("speaker", pa.string(), nullable=True),
+    pa.field("occurred_at", TS, nullable=True),
+]
 
 
 def memory_schema(model_id: str, dim: int) -> pa.Schema:
@@ -45,6 +57,7 @@ def memory_schema(model_id: str, dim: int) -> pa.Schema:
             pa.field("tags", pa.list_(pa.string()), nullable=False),
             pa.field("source", pa.string(), nullable=False),
             pa.field("metadata", pa.string(), nullable=False),
+            *ADDED_COLUMNS,
         ],
         metadata={MODEL_KEY: model_id.encode(), DIM_KEY: str(dim).encode()},
     )
@@ -78,6 +91,12 @@ def rows_to_records(table: pa.Table) -> list[MemoryRecord]:
                 updated_at=row.get("updated_at") or utc_now(),
                 last_accessed=row.get("last_accessed") or utc_now(),
                 access_count=int(row.get("access_count", 0)),
+                conversation=Conversation(
+                    session_id=row.get("session_id"),
+                    sequence=row.get("sequence"),
+                    speaker=row.get("speaker"),
+                    occurred_at=row.get("occurred_at"),
+                ),
                 vector=None if vectors is None else vectors[i],
             )
         )

@@ -20,6 +20,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ from .locking import INDEX_LOCK_FILE, LOCK_FILE, WRITE_ATTEMPTS, StoreLock, back
 from .maintenance import Maintenance
 from .records import MemoryRecord, ScoredMemory, is_uuid
 from .schema import (
+    ADDED_COLUMNS,
     MODEL_KEY,
     SUMMARY_COLUMNS,
     TABLE_NAME,
@@ -95,6 +97,7 @@ class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch):
             with self._write_lock:  # two servers starting on a new store create the table once
                 if TABLE_NAME in self._db.list_tables().tables:
                     self._table = self._db.open_table(TABLE_NAME)
+                    self._migrate()
                 else:
                     self._table = self._create_table()
             self._ledger = AccessLedger(self._db)
@@ -133,6 +136,14 @@ class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch):
         except (ValueError, OSError):
             # Another process created it between our check and our create.
             return self._db.open_table(TABLE_NAME)
+
+    def _migrate(self) -> None:
+        """A store written before a column existed gains it, all null, in one commit."""
+        present = set(self._table.schema.names)
+        missing = [f for f in ADDED_COLUMNS if f.name not in present]
+        if missing:
+            self._table.add_columns(pa.schema(missing))
+            log.info("store upgraded: added the columns %s", ", ".join(f.name for f in missing))
 
     def _check_model(self) -> None:
         schema = self._table.schema
@@ -387,6 +398,10 @@ class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch):
             "tags": pa.array([list(r.tags) for r in records], pa.list_(pa.string())),
             "source": pa.array([r.source for r in records], pa.string()),
             "metadata": pa.array([json.dumps(r.metadata, ensure_ascii=False) for r in records], pa.string()),
+            "session_id": pa.array([r.conversation.session_id for r in records], pa.string()),
+            "sequence": pa.array([r.conversation.sequence for r in records], pa.int64()),
+            "speaker": pa.array([r.conversation.speaker for r in records], pa.string()),
+            "occurred_at": pa.array([r.conversation.occurred_at for r in records], TS),
         }
         return pa.Table.from_arrays([columns[f.name] for f in schema], schema=schema)
 
@@ -394,9 +409,9 @@ class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch):
         """Insert records in one commit: all of them or none."""
         if not records:
             return
-        data = self._to_arrow(records)
         first = build_filter(ids=[records[0].id]).sql  # an add commits every row or none
         with self._write_lock:
+            data = self._to_arrow(self._in_arrival_order(records))
             self._commit(
                 "write failed, nothing was stored",
                 lambda: self._table.add(data),
@@ -408,6 +423,44 @@ class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch):
             # Rows outside the full-text index are found by a slow scan until compaction folds
             # them in: after a bulk insert, let the next upkeep pass compact.
             self._writes_since_compaction = max(self._writes_since_compaction, self._compact_threshold + 1)
+
+    def _in_arrival_order(self, records: Sequence[MemoryRecord]) -> Sequence[MemoryRecord]:
+        """Records of a session given without a sequence get the next ones after the session's
+        last, in the order given (called under the write lock, so two writers never share one)."""
+        sessions = {
+            r.conversation.session_id for r in records if r.conversation.session_id and r.conversation.sequence is None
+        }
+        if not sessions:
+            return records
+        last = self.last_sequences(sessions)
+        for r in records:  # sequences given explicitly in the batch count too
+            c = r.conversation
+            if c.session_id in sessions and c.sequence is not None:
+                last[c.session_id] = max(last.get(c.session_id, -1), c.sequence)
+        placed = []
+        for r in records:
+            c = r.conversation
+            if c.session_id in sessions and c.sequence is None:
+                last[c.session_id] = last.get(c.session_id, -1) + 1
+                r = replace(r, conversation=replace(c, sequence=last[c.session_id]))
+            placed.append(r)
+        return placed
+
+    def last_sequences(self, sessions: Iterable[str]) -> dict[str, int]:
+        """The highest sequence stored in each of these sessions (sessions without one left out)."""
+
+        wanted = sorted(sessions)
+        table = self._scan(build_filter(filters={"session_id": {"in": wanted}}).sql, ["session_id", "sequence"])
+        if table.num_rows == 0:
+            return {}
+        grouped = table.group_by("session_id").aggregate([("sequence", "max")])
+        return {
+            session: int(top)
+            for session, top in zip(
+                grouped.column("session_id").to_pylist(), grouped.column("sequence_max").to_pylist(), strict=True
+            )
+            if top is not None
+        }
 
     def upsert(self, records: Sequence[MemoryRecord]) -> None:
         """Replace whole rows by id (inserting missing ones) in one commit."""

@@ -7,18 +7,41 @@ enforce (one source): raising SPATIAL_MEMORY_MAX_CONTENT_LENGTH raises both.
 # No `from __future__ import annotations` in the tool modules: their signatures refer to the
 # types built here per server, so annotations must be evaluated when the tools are defined.
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from ..config import Settings
 from ..limits import DUPLICATE_SIMILARITY, MAX_ID_CHARS, MAX_QUERY_CHARS, MAX_RESULTS
+from ..storage.records import Conversation, NewMemory
+from ..validation import MAX_LABEL_CHARS
 
 FILTERS_DESCRIPTION = (
     "Conditions combined with AND: {column: value} for equality or {column: {op: value}} with op in "
     "eq, ne, gt, gte, lt, lte, in, nin, contains. Columns: id, content, namespace, tags, importance, source, "
     "created_at, updated_at, last_accessed, access_count, or metadata.<key>."
 )
+
+
+class MemoryFields(BaseModel):
+    """The fields of a memory to store (remember's arguments, remember_batch's items)."""
+
+    def new_memory(self) -> NewMemory:
+        fields: Any = self
+        return NewMemory(
+            content=fields.content,
+            namespace=fields.namespace,
+            tags=list(fields.tags or []),
+            importance=fields.importance,
+            metadata=dict(fields.metadata or {}),
+            conversation=Conversation(
+                session_id=fields.session_id,
+                sequence=fields.sequence,
+                speaker=fields.speaker,
+                occurred_at=fields.occurred_at,
+            ),
+        )
 
 
 @dataclass(frozen=True)
@@ -38,7 +61,13 @@ class Arguments:
     min_similarity: Any
     filters: Any
     dedup_threshold: Any
-    memory_input: type[BaseModel]
+    session_id: Any
+    sequence: Any
+    speaker: Any
+    occurred_at: Any
+    since: Any
+    until: Any
+    memory_input: type[MemoryFields]
     max_batch: int
 
 
@@ -59,15 +88,33 @@ def build_arguments(settings: Settings) -> Arguments:
     ]
     importance = Annotated[float, Field(ge=0.0, le=1.0, description="Importance from 0.0 to 1.0.")]
     metadata = Annotated[dict[str, Any] | None, Field(description="Arbitrary JSON metadata.")]
+    label = {"min_length": 1, "max_length": MAX_LABEL_CHARS}
+    session_id = Annotated[
+        str | None, Field(**label, description="The conversation or episode it belongs to (optional).")
+    ]
+    sequence = Annotated[
+        int | None,
+        Field(ge=0, description="Its order within the session (default: after the session's last memory)."),
+    ]
+    speaker = Annotated[str | None, Field(**label, description="Who said or wrote it (optional).")]
+    occurred_at = Annotated[
+        datetime | None,
+        Field(description="When it happened, ISO 8601 (optional; e.g. for an old conversation; UTC if no zone)."),
+    ]
     # One item of remember_batch: refuses unknown keys like the tools themselves.
     memory_input = create_model(
         "MemoryInput",
+        __base__=MemoryFields,
         __config__=ConfigDict(extra="forbid"),
         content=(content, ...),
         namespace=(namespace, "default"),
         tags=(tags, None),
         importance=(importance, 0.5),
         metadata=(metadata, None),
+        session_id=(session_id, None),
+        sequence=(sequence, None),
+        speaker=(speaker, None),
+        occurred_at=(occurred_at, None),
     )
     low, high = DUPLICATE_SIMILARITY
     return Arguments(
@@ -94,6 +141,18 @@ def build_arguments(settings: Settings) -> Arguments:
                 le=high,
                 description=f"Cosine similarity from which a record counts as a duplicate ({low}-{high}).",
             ),
+        ],
+        session_id=session_id,
+        sequence=sequence,
+        speaker=speaker,
+        occurred_at=occurred_at,
+        since=Annotated[
+            datetime | None,
+            Field(description="Only memories that happened at or after this time (occurred_at, else created_at)."),
+        ],
+        until=Annotated[
+            datetime | None,
+            Field(description="Only memories that happened at or before this time (occurred_at, else created_at)."),
         ],
         memory_input=memory_input,
         max_batch=settings.max_batch_size,

@@ -8,7 +8,6 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from ..services.results import ForgetResult, RememberBatchResult, RememberResult
-from ..storage.records import NewMemory
 from .arguments import Arguments
 from .calls import ADDITIVE, DESTRUCTIVE, call
 from .registry import ToolSet
@@ -23,15 +22,25 @@ def register(tools: ToolSet, a: Arguments) -> None:
         tags: a.tags = None,
         importance: a.importance = 0.5,
         metadata: a.metadata = None,
+        session_id: a.session_id = None,
+        sequence: a.sequence = None,
+        speaker: a.speaker = None,
+        occurred_at: a.occurred_at = None,
     ) -> Annotated[CallToolResult, RememberResult]:
-        """Store a new memory. Returns its id. Use namespaces to separate projects and tags to categorize."""
-        item = NewMemory(
+        """Store a new memory. Returns its id. Use namespaces to separate projects and tags to categorize;
+        for a turn of a conversation, give its session_id (and speaker, occurred_at): recall then ranks
+        and shows it with its neighbours."""
+        item = a.memory_input.model_construct(
             content=content,
             namespace=namespace,
-            tags=list(tags or []),
+            tags=tags,
             importance=importance,
-            metadata=dict(metadata or {}),
-        )
+            metadata=metadata,
+            session_id=session_id,
+            sequence=sequence,
+            speaker=speaker,
+            occurred_at=occurred_at,
+        ).new_memory()
         return await call(ctx, lambda app: app.memory.remember(item))
 
     @tools.tool(ADDITIVE)
@@ -42,16 +51,7 @@ def register(tools: ToolSet, a: Arguments) -> None:
         ctx: Context,
     ) -> Annotated[CallToolResult, RememberBatchResult]:
         """Store many memories in one call, all or nothing: if any item is invalid, nothing is stored."""
-        items = [
-            NewMemory(
-                content=m.content,
-                namespace=m.namespace,
-                tags=list(m.tags or []),
-                importance=m.importance,
-                metadata=dict(m.metadata or {}),
-            )
-            for m in memories
-        ]
+        items = [m.new_memory() for m in memories]
         return await call(ctx, lambda app: app.memory.remember_batch(items))
 
     @tools.tool(DESTRUCTIVE)
