@@ -122,12 +122,12 @@ def main() -> None:
     print(f"stored {turns} turns of {len(conversations)} conversations in {time.perf_counter() - started:.1f} s")
 
     def vector(conv: locomo.Conversation, question: str) -> list[str]:
-        hits = app.search.search(question, limit=10, namespace=conv.sample_id)
+        hits = app.search.ranked(question, limit=10, alpha=1.0, namespace=conv.sample_id)
         return [dia_of[h.record.id] for h in hits]
 
     def hybrid(alpha: float) -> Callable[[locomo.Conversation, str], list[str]]:
         def rank(conv: locomo.Conversation, question: str) -> list[str]:
-            hits = app.search.hybrid_search(question, alpha=alpha, limit=10, namespace=conv.sample_id)
+            hits = app.search.ranked(question, alpha=alpha, limit=10, namespace=conv.sample_id)
             return [dia_of[h.record.id] for h in hits]
 
         return rank

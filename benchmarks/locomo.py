@@ -19,8 +19,30 @@ _DIA_ID = re.compile(r"D(\d+):(\d+)")
 
 @dataclass
 class Turn:
+    """One dialog turn as ../shared/eval/README.md stores it: its text, and its conversation structure."""
+
     dia_id: str
     text: str
+    session_id: str = ""  # "<sample_id>/S<n>"
+    sequence: int = 0  # index within its session, from 0
+    speaker: str = ""
+    occurred_at: str = ""  # the session's date_time as ISO 8601 (UTC)
+
+    def memory(self, namespace: str, *, structure: bool) -> dict:
+        """The turn as a remember_batch item (its dia_id in metadata), with or without its structure."""
+        item = {"content": self.text, "namespace": namespace, "metadata": {"dia_id": self.dia_id}}
+        if structure:
+            item.update(
+                session_id=self.session_id, sequence=self.sequence, speaker=self.speaker, occurred_at=self.occurred_at
+            )
+        return item
+
+
+def session_time(text: str) -> str:
+    """LoCoMo's session date_time ("1:56 pm on 8 May, 2023") as ISO 8601 ("2023-05-08T13:56:00Z")."""
+    from datetime import datetime
+
+    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").strftime("%Y-%m-%dT%H:%M:00Z")
 
 
 @dataclass
@@ -47,11 +69,20 @@ def load(path: Path = DEFAULT_PATH) -> list[Conversation]:
         )
         for n in sessions:
             when = c.get(f"session_{n}_date_time", "")
-            for turn in c[f"session_{n}"]:
+            for sequence, turn in enumerate(c[f"session_{n}"]):
                 text = f"({when}) {turn['speaker']}: {turn['text']}"
                 if turn.get("blip_caption"):
                     text += f" [shares {turn['blip_caption']}]"
-                conv.turns.append(Turn(turn["dia_id"], text))
+                conv.turns.append(
+                    Turn(
+                        turn["dia_id"],
+                        text,
+                        session_id=f"{conv.sample_id}/S{n}",
+                        sequence=sequence,
+                        speaker=turn["speaker"],
+                        occurred_at=session_time(when) if when else "",
+                    )
+                )
         known = {t.dia_id for t in conv.turns}
         for qa in sample["qa"]:
             evidence = []

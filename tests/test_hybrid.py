@@ -275,28 +275,41 @@ async def test_recall_hybrid_alpha_delegates(client, corpus):
         recall = data(await client.call_tool("recall", {**args, "hybrid_alpha": alpha}))
         assert [m["id"] for m in recall["memories"]] == hybrid
         assert "fts_score" not in recall["memories"][0]  # recall keeps its own fields
+    # recall's default ranking is hybrid_recall's at its default alpha.
     plain = await _ids(client, "recall", {"query": "error code E1234 fox", "limit": 6})
-    assert plain == await _ids(client, "hybrid_recall", {"query": "error code E1234 fox", "limit": 6, "alpha": 1.0})
+    assert plain == await _ids(client, "hybrid_recall", {"query": "error code E1234 fox", "limit": 6})
     assert_error(await client.call_tool("recall", {"query": "x", "hybrid_alpha": 1.2}), "ValidationError", "alpha")
 
 
-# ---- LoCoMo: hybrid beats pure vector and pure keyword -------------------------------------------
+# ---- LoCoMo: hybrid beats pure vector and pure keyword, out of sample ---------------------------
 
-LOCOMO_CONVERSATIONS = 3  # the first three in file order; benchmarks/hybrid_locomo.py runs all five
-BEST_ALPHA = 0.35  # best nDCG@10 on categories 1-4 of all five conversations (benchmarks/hybrid_locomo.py)
+# Out of sample (shared/eval/README.md): the alpha asserted on is chosen here, from ALPHA_GRID,
+# by nDCG@10 on the first two conversations in file order (conv-26, conv-30), and scored only on
+# the third (conv-41), which takes no part in choosing it. benchmarks/hybrid_locomo.py sweeps
+# all five conversations; its best alpha is in sample for every one of them, so it is not used.
+TUNE_CONVERSATIONS = 2
+TEST_CONVERSATIONS = 1
+ALPHA_GRID = (0.2, 0.35, 0.5, 0.65)
+# hybrid_recall's default alpha was fixed by the API specification ("0.5 = balanced") before
+# anything was measured, so no conversation chose it: it is scored as it is. Should the default
+# ever become a value tuned on this data, it must be chosen out of sample like the one above.
+SPEC_DEFAULT_ALPHA = 0.5
 
 
 @pytest.mark.skipif(not EVAL_PATH.exists(), reason="LoCoMo dev data not available")
 async def test_locomo_hybrid_beats_vector_and_keyword(tmp_path, real_embedder):
     """recall@10 / nDCG@10 on categories 1-4, one namespace per conversation, one memory per turn
-    (its dia_id in metadata), imported in one bulk import that re-embeds the turns."""
+    (its dia_id in metadata), imported in one bulk import that re-embeds the turns. alpha is
+    tuned on some conversations and the assertions are on another (see above)."""
     from mcp import Client
 
     from benchmarks import locomo
     from benchmarks.hybrid_locomo import CachedEmbedder, summarize
     from spatial_memory.server.app import create_server
 
-    conversations = locomo.load(EVAL_PATH)[:LOCOMO_CONVERSATIONS]
+    conversations = locomo.load(EVAL_PATH)[: TUNE_CONVERSATIONS + TEST_CONVERSATIONS]
+    tune, test = conversations[:TUNE_CONVERSATIONS], conversations[TUNE_CONVERSATIONS:]
+    assert len(test) == TEST_CONVERSATIONS and not {c.sample_id for c in tune} & {c.sample_id for c in test}
     # No access-count writes during the measurement: every query sees the same table.
     settings = Settings(path=tmp_path / "store", preload=False, access_flush_seconds=3600)
     exports = settings.allowed_import_dirs[0]
@@ -329,34 +342,41 @@ async def test_locomo_hybrid_beats_vector_and_keyword(tmp_path, real_embedder):
         memories = json.loads(Path(exported["output_path"]).read_text())["memories"]
         dia_of = {m["id"]: m["metadata"]["dia_id"] for m in memories}
 
-        methods = {
-            "vector": ("recall", {}),
-            "keyword": ("hybrid_recall", {"alpha": 0.0}),
-            "hybrid 0.5": ("hybrid_recall", {"alpha": 0.5}),
-            f"hybrid {BEST_ALPHA}": ("hybrid_recall", {"alpha": BEST_ALPHA}),
-        }
-        results = {}
-        for label, (tool, extra) in methods.items():
+        async def measure(convs, tool: str, extra: dict) -> dict[str, float]:
             scores: dict[int, list[dict[str, float]]] = {}
-            for conv in conversations:
+            for conv in convs:
                 for q in conv.questions:
                     if q.category not in (1, 2, 3, 4):
                         continue
-                    args = {"query": q.question, "limit": 10, "namespace": conv.sample_id, **extra}
-                    ranked = [dia_of[i] for i in await _ids(client, tool, args)]
+                    body = data(
+                        await client.call_tool(
+                            tool, {"query": q.question, "limit": 10, "namespace": conv.sample_id, **extra}
+                        )
+                    )
+                    if tool == "hybrid_recall" and "alpha" not in extra:
+                        assert body["alpha"] == SPEC_DEFAULT_ALPHA, body["alpha"]  # see SPEC_DEFAULT_ALPHA
+                    ranked = [dia_of[m["id"]] for m in body["memories"]]
                     scores.setdefault(q.category, []).append(locomo.score(ranked, q.evidence))
-            results[label] = summarize(scores)["categories 1-4"]
+            return summarize(scores)["categories 1-4"]
+
+        tuning = {alpha: await measure(tune, "hybrid_recall", {"alpha": alpha}) for alpha in ALPHA_GRID}
+        alpha = max(ALPHA_GRID, key=lambda a: tuning[a]["ndcg@10"])  # the first best on a tie
+        results = {
+            "vector": await measure(test, "recall", {"hybrid_alpha": 1.0}),
+            "keyword": await measure(test, "hybrid_recall", {"alpha": 0.0}),
+            "hybrid default": await measure(test, "hybrid_recall", {}),
+            f"hybrid {alpha:g} (tuned)": await measure(test, "hybrid_recall", {"alpha": alpha}),
+        }
     elapsed = time.perf_counter() - started
-    print("\nLoCoMo dev, first", LOCOMO_CONVERSATIONS, f"conversations ({elapsed:.0f} s):")
+    print(f"\nLoCoMo dev ({elapsed:.0f} s): alpha by nDCG@10 on {[c.sample_id for c in tune]}:")
+    for a, metrics in tuning.items():
+        print(f"  alpha {a:<4g} recall@10 {metrics['recall@10']:.3f}  nDCG@10 {metrics['ndcg@10']:.3f}")
+    print(f"scored on {[c.sample_id for c in test]}, out of sample:")
     for label, metrics in results.items():
-        print(f"  {label:<12} recall@10 {metrics['recall@10']:.3f}  nDCG@10 {metrics['ndcg@10']:.3f}")
-    best, half, vector, keyword = (
-        results[f"hybrid {BEST_ALPHA}"],
-        results["hybrid 0.5"],
-        results["vector"],
-        results["keyword"],
-    )
+        print(f"  {label:<20} recall@10 {metrics['recall@10']:.3f}  nDCG@10 {metrics['ndcg@10']:.3f}")
+    tuned, default = results[f"hybrid {alpha:g} (tuned)"], results["hybrid default"]
+    vector, keyword = results["vector"], results["keyword"]
     for metric in ("recall@10", "ndcg@10"):
-        assert best[metric] > vector[metric] and best[metric] > keyword[metric], (metric, results)
-        assert half[metric] > vector[metric], (metric, results)
-    assert half["recall@10"] > keyword["recall@10"], results
+        assert tuned[metric] > vector[metric] and tuned[metric] > keyword[metric], (metric, alpha, results)
+        assert default[metric] > vector[metric], (metric, results)
+    assert default["recall@10"] > keyword["recall@10"], results

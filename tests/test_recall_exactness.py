@@ -1,4 +1,5 @@
-"""On LoCoMo dev, recall's top 10 equals brute-force MiniLM cosine top 10 (issue 2 acceptance)."""
+"""On LoCoMo dev, recall by meaning alone (hybrid_alpha=1.0) gives exactly the brute-force MiniLM cosine
+top 10 (issue 2 acceptance)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,9 @@ async def test_recall_top10_equals_brute_force(model_client, real_embedder):
         matrix = real_embedder.embed_documents(texts)
         for q in conv.questions:
             result = data(
-                await model_client.call_tool("recall", {"query": q.question, "limit": 10, "namespace": conv.sample_id})
+                await model_client.call_tool(
+                    "recall", {"query": q.question, "limit": 10, "namespace": conv.sample_id, "hybrid_alpha": 1.0}
+                )
             )
             got = [m["id"] for m in result["memories"]]
             expected = [

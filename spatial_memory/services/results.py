@@ -21,6 +21,29 @@ def content_preview(content: str, limit: int = PREVIEW_CHARS) -> str:
     return flat if len(flat) <= limit else flat[:limit].rstrip() + "..."
 
 
+class ContextMemory(BaseModel):
+    """A memory next to a hit in its session, shown so the exchange reads whole (not a hit itself)."""
+
+    id: str
+    content: str
+    offset: int = Field(description="Its place relative to the hit: -1 just before, 1 just after.")
+    sequence: int
+    speaker: str | None = None
+    occurred_at: str | None = None
+
+    @classmethod
+    def of(cls, record: MemoryRecord, offset: int) -> ContextMemory:
+        c = record.conversation
+        return cls(
+            id=record.id,
+            content=record.content,
+            offset=offset,
+            sequence=c.sequence,
+            speaker=c.speaker,
+            occurred_at=iso(c.occurred_at) if c.occurred_at is not None else None,
+        )
+
+
 class MemoryItem(BaseModel):
     id: str
     content: str
@@ -34,6 +57,9 @@ class MemoryItem(BaseModel):
     sequence: int | None = Field(None, description="Its order within the session.")
     speaker: str | None = Field(None, description="Who said or wrote it.")
     occurred_at: str | None = Field(None, description="When it happened (ISO 8601), when known.")
+    context: list[ContextMemory] | None = Field(
+        None, description="With recall's context=N: its session neighbours, marked as context, in order."
+    )
 
     @classmethod
     def of(cls, scored: ScoredMemory) -> MemoryItem:

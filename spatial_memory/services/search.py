@@ -1,21 +1,23 @@
-"""Finding memories: by meaning (recall), meaning and keywords (hybrid_recall), near a memory (nearby)."""
+"""Finding memories: recall and hybrid_recall (meaning, keywords and conversation context), nearby."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import numpy as np
 
-from ..errors import (
-    MemoryNotFoundError,
-    ValidationError,
-)
-from ..storage.filters import build_filter
+from ..algorithms.ranking import DEFAULT_PARAMS
+from ..errors import MemoryNotFoundError, ValidationError
+from ..limits import MAX_CONTEXT
+from ..storage.filters import Filter, both, build_filter, session_windows
 from ..storage.records import MemoryRecord, ScoredMemory
 from .base import Service
 from .results import (
+    ContextMemory,
     HybridMemoryItem,
     HybridRecallResult,
     MemoryItem,
@@ -24,44 +26,109 @@ from .results import (
     RecallResult,
 )
 
-# RRF's k: 60 (the textbook value, tuned for fusing deep TREC runs) nearly flattens ranks within
-# the top-50 candidates each side contributes here, so memories that both sides rank mediocre
-# beat the best hit of either side. A small k keeps the top ranks decisive: on LoCoMo dev
-# (benchmarks/hybrid_locomo.py) k=1 beats k=60 at every alpha and in each of the 5
-# conversations, and k from 0 to 3 give the same results within noise.
-RRF_K = 1
+# How far from a keyword hit its session neighbours join the candidates.
+NEIGHBOUR_RADIUS = 2
 
 
-def hybrid_depth(limit: int) -> int:
-    """Candidates taken from each side of a hybrid search before fusion."""
+def search_depth(limit: int) -> int:
+    """Candidates each side (meaning, keywords) contributes before ranking."""
     return min(max(limit * 5, 50), 500)
 
 
 @dataclass
-class HybridHit:
+class RankedHit:
     record: MemoryRecord
-    similarity: float
-    vector_score: float | None
-    fts_score: float | None
-    score: float
+    similarity: float  # cosine similarity to the query, always
+    vector_score: float | None  # the similarity, when the vector search returned the memory
+    fts_score: float | None  # BM25 relative to the best keyword hit, when the keyword search returned it
+    score: float  # what the hits are ordered by
+
+
+def _epoch(moment: datetime | None) -> float:
+    return moment.timestamp() if moment is not None else float("nan")
 
 
 class SearchService(Service):
-    def search(
+    def ranked(
         self,
         query: str,
         *,
         limit: int,
+        alpha: float = DEFAULT_PARAMS.alpha,
         namespace: str | None = None,
         tags: list[str] | None = None,
         filters: Mapping[str, Any] | None = None,
         min_similarity: float = 0.0,
-    ) -> list[ScoredMemory]:
+        since: Any = None,
+        until: Any = None,
+    ) -> list[RankedHit]:
+        """The best memories for a query, by meaning, keywords and conversation context.
+
+        alpha 1.0 is pure meaning (cosine order, nothing else). Below it, the vector and keyword
+        (BM25) searches each give `search_depth(limit)` candidates, keyword hits bring their session
+        neighbours (sequence within NEIGHBOUR_RADIUS), and `algorithms.ranking.rank` orders the
+        union (normalised fusion, neighbours, speaker/time cues: see there). `similarity` is always
+        the cosine similarity to the query, so min_similarity means the same whatever the ranking.
+        """
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("Query cannot be empty")
-        flt = build_filter(namespace=namespace, tags=tags, filters=filters)
-        vector = self._r.embedder.embed_query(query)
-        return self._r.store().search(vector, limit, flt, min_similarity=min_similarity)
+        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 <= alpha <= 1.0:
+            raise ValidationError("alpha must be a number from 0.0 (keyword only) to 1.0 (vector only)")
+        flt = build_filter(namespace=namespace, tags=tags, filters=filters, since=since, until=until)
+        query_vector = np.asarray(self._r.embedder.embed_query(query), dtype=np.float32)
+        store = self._r.store()
+        if alpha >= 1.0:
+            return [
+                RankedHit(h.record, h.similarity, h.similarity, None, h.similarity)
+                for h in store.search(query_vector, limit, flt, min_similarity=min_similarity)
+            ]
+        depth = search_depth(limit)
+        by_vector = store.search(query_vector, depth, flt, with_vectors=True) if alpha > 0.0 else []
+        by_keyword = store.fts_search(query, depth, flt, with_vectors=True)
+        candidates = self._candidates(store, flt, [h.record for h in by_vector], [r for r, _ in by_keyword])
+        if not candidates:
+            return []
+        bm25 = {record.id: score for record, score in by_keyword}
+        order, scores, similarity = _rank(query, query_vector, candidates, bm25, alpha)
+        from_vector = {h.record.id for h in by_vector}
+        best_bm25 = max(bm25.values(), default=0.0)
+        hits: list[RankedHit] = []
+        for i in order.tolist():
+            if similarity[i] < min_similarity:
+                continue
+            record = candidates[i]
+            record.vector = None
+            hits.append(
+                RankedHit(
+                    record=record,
+                    similarity=float(similarity[i]),
+                    vector_score=float(similarity[i]) if record.id in from_vector else None,
+                    fts_score=bm25[record.id] / best_bm25 if record.id in bm25 and best_bm25 > 0 else None,
+                    score=float(scores[i]),
+                )
+            )
+            if len(hits) >= limit:
+                break
+        return hits
+
+    @staticmethod
+    def _candidates(
+        store, flt: Filter, by_vector: list[MemoryRecord], by_keyword: list[MemoryRecord]
+    ) -> list[MemoryRecord]:
+        """The union of both searches' hits and the keyword hits' session neighbours (under the same
+        filter), with their vectors."""
+        records: dict[str, MemoryRecord] = {r.id: r for r in by_vector}
+        for record in by_keyword:
+            records.setdefault(record.id, record)
+        windows = [
+            (c.session_id, c.sequence - NEIGHBOUR_RADIUS, c.sequence + NEIGHBOUR_RADIUS)
+            for record in by_keyword
+            if (c := record.conversation).session_id is not None and c.sequence is not None
+        ]
+        if windows:
+            for record in store.scan(both(flt, session_windows(windows)), with_vectors=True):
+                records.setdefault(record.id, record)
+        return list(records.values())
 
     def recall(
         self,
@@ -73,27 +140,55 @@ class SearchService(Service):
         filters: Mapping[str, Any] | None = None,
         min_similarity: float = 0.0,
         hybrid_alpha: float | None = None,
+        since: Any = None,
+        until: Any = None,
+        context: int = 0,
     ) -> RecallResult:
-        if hybrid_alpha is not None:
-            # Same memories and fields as recall, ranked by hybrid_recall's fusion with this alpha.
-            hits = [
-                ScoredMemory(h.record, h.similarity)
-                for h in self.hybrid_search(
-                    query,
-                    alpha=hybrid_alpha,
-                    limit=limit,
-                    namespace=namespace,
-                    tags=tags,
-                    filters=filters,
-                    min_similarity=min_similarity,
-                )
-            ]
-        else:
-            hits = self.search(
-                query, limit=limit, namespace=namespace, tags=tags, filters=filters, min_similarity=min_similarity
-            )
+        if isinstance(context, bool) or not isinstance(context, int) or not 0 <= context <= MAX_CONTEXT:
+            raise ValidationError(f"context must be an integer from 0 to {MAX_CONTEXT}")
+        hits = self.ranked(
+            query,
+            limit=limit,
+            alpha=DEFAULT_PARAMS.alpha if hybrid_alpha is None else hybrid_alpha,
+            namespace=namespace,
+            tags=tags,
+            filters=filters,
+            min_similarity=min_similarity,
+            since=since,
+            until=until,
+        )
         self._r.upkeep.record_access(h.record.id for h in hits)
-        return RecallResult(memories=[MemoryItem.of(h) for h in hits], total=len(hits))
+        items = [MemoryItem.of(ScoredMemory(h.record, h.similarity)) for h in hits]
+        if context:
+            self._attach_context(items, [h.record for h in hits], context, namespace)
+        return RecallResult(memories=items, total=len(items))
+
+    def _attach_context(
+        self, items: list[MemoryItem], records: list[MemoryRecord], radius: int, namespace: str | None
+    ) -> None:
+        """Each hit's neighbours in its session (up to `radius` before and after), in order, marked by
+        their offset from the hit."""
+        windows = [
+            (c.session_id, c.sequence - radius, c.sequence + radius)
+            for r in records
+            if (c := r.conversation).session_id is not None and c.sequence is not None
+        ]
+        if not windows:
+            return
+        by_session: dict[str, list[MemoryRecord]] = {}
+        for record in self._r.store().scan(session_windows(windows, namespace=namespace)):
+            by_session.setdefault(record.conversation.session_id, []).append(record)
+        for item, record in zip(items, records, strict=True):
+            c = record.conversation
+            if c.session_id is None or c.sequence is None:
+                continue
+            around = [
+                n
+                for n in by_session.get(c.session_id, [])
+                if n.id != record.id and abs(n.conversation.sequence - c.sequence) <= radius
+            ]
+            around.sort(key=lambda n: n.conversation.sequence)
+            item.context = [ContextMemory.of(n, n.conversation.sequence - c.sequence) for n in around]
 
     def nearby(self, memory_id: str, *, limit: int = 5, namespace: str | None = None) -> NearbyResult:
         store = self._r.store()
@@ -103,70 +198,6 @@ class SearchService(Service):
         hits = store.search(reference.vector, limit + 1, build_filter(namespace=namespace))
         neighbors = [h for h in hits if h.record.id != reference.id][:limit]
         return NearbyResult(reference=MemoryRef.of(reference), neighbors=[MemoryItem.of(h) for h in neighbors])
-
-    def hybrid_search(
-        self,
-        query: str,
-        *,
-        alpha: float = 0.5,
-        limit: int = 5,
-        namespace: str | None = None,
-        tags: list[str] | None = None,
-        filters: Mapping[str, Any] | None = None,
-        min_similarity: float = 0.0,
-    ) -> list[HybridHit]:
-        """Vector and keyword (BM25) results fused by weighted reciprocal rank fusion.
-
-        alpha weights the vector ranking and 1 - alpha the keyword ranking (1.0 = vector only,
-        0.0 = keyword only). Each side contributes its best `hybrid_depth(limit)` candidates.
-        `similarity` is always the cosine similarity to the query (computed from the stored
-        vector for keyword-only hits), so min_similarity means the same thing as in recall.
-        """
-        from ..algorithms.fusion import reciprocal_rank_fusion
-
-        if not isinstance(query, str) or not query.strip():
-            raise ValidationError("Query cannot be empty")
-        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 <= alpha <= 1.0:
-            raise ValidationError("alpha must be a number from 0.0 (keyword only) to 1.0 (vector only)")
-        alpha = float(alpha)
-        flt = build_filter(namespace=namespace, tags=tags, filters=filters)
-        query_vector = np.asarray(self._r.embedder.embed_query(query), dtype=np.float32)
-        store = self._r.store()
-        depth = hybrid_depth(limit)
-        by_vector = store.search(query_vector, depth, flt) if alpha > 0.0 else []
-        by_keyword = store.fts_search(query, depth, flt, with_vectors=True) if alpha < 1.0 else []
-        fused = reciprocal_rank_fusion(
-            [[h.record.id for h in by_vector], [record.id for record, _ in by_keyword]],
-            [alpha, 1.0 - alpha],
-            k=RRF_K,
-        )
-        vector_hits = {h.record.id: h for h in by_vector}
-        keyword_hits = {record.id: (record, score) for record, score in by_keyword}
-        best_bm25 = max((score for _, score in by_keyword), default=0.0)
-        hits: list[HybridHit] = []
-        for memory_id, fused_score in fused:
-            from_vector = vector_hits.get(memory_id)
-            from_keyword = keyword_hits.get(memory_id)
-            if from_vector is not None:
-                record, similarity = from_vector.record, from_vector.similarity
-            else:
-                record = from_keyword[0]
-                similarity = min(1.0, max(0.0, float(np.dot(record.vector, query_vector))))
-            if similarity < min_similarity:
-                continue
-            record.vector = None
-            hits.append(
-                HybridHit(
-                    record=record,
-                    similarity=similarity,
-                    vector_score=from_vector.similarity if from_vector is not None else None,
-                    fts_score=from_keyword[1] / best_bm25 if from_keyword is not None and best_bm25 > 0 else None,
-                    score=fused_score,
-                )
-            )
-            if len(hits) >= limit:
-                break
-        return hits
 
     def hybrid_recall(
         self,
@@ -178,8 +209,10 @@ class SearchService(Service):
         tags: list[str] | None = None,
         filters: Mapping[str, Any] | None = None,
         min_similarity: float = 0.0,
+        since: Any = None,
+        until: Any = None,
     ) -> HybridRecallResult:
-        hits = self.hybrid_search(
+        hits = self.ranked(
             query,
             alpha=alpha,
             limit=limit,
@@ -187,6 +220,8 @@ class SearchService(Service):
             tags=tags,
             filters=filters,
             min_similarity=min_similarity,
+            since=since,
+            until=until,
         )
         self._r.upkeep.record_access(h.record.id for h in hits)
         items = [
@@ -203,3 +238,27 @@ class SearchService(Service):
         return HybridRecallResult(
             query=query, alpha=float(alpha), memories=items, total=len(items), search_type=search_type
         )
+
+
+def _rank(
+    query: str, query_vector: np.ndarray, candidates: list[MemoryRecord], bm25: dict[str, float], alpha: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(order, scores, cosine similarities) of the candidates by `algorithms.ranking.rank`."""
+    from ..algorithms.ranking import CandidateArrays, query_features, rank
+
+    vectors = np.stack([np.asarray(r.vector, dtype=np.float32) for r in candidates])
+    similarity = np.clip(vectors @ query_vector, 0.0, 1.0)
+    arrays = CandidateArrays.from_texts(
+        similarity,
+        [r.content for r in candidates],
+        [bm25.get(r.id, np.nan) for r in candidates],
+        session=[r.conversation.session_id for r in candidates],
+        sequence=[-1 if r.conversation.sequence is None else r.conversation.sequence for r in candidates],
+        speaker=[r.conversation.speaker for r in candidates],
+        occurred_at=[_epoch(r.conversation.occurred_at) for r in candidates],
+        vectors=vectors,
+    )
+    speakers = {r.conversation.speaker for r in candidates if r.conversation.speaker}
+    params = dataclasses.replace(DEFAULT_PARAMS, alpha=float(alpha))
+    order, scores = rank(query_features(query, speakers), arrays, params)
+    return order, scores, similarity

@@ -196,6 +196,17 @@ def build_filter(
     return Filter(" AND ".join(f"({c})" for c in clauses) or None, meta, only_namespace, frozenset(columns))
 
 
+def both(first: Filter, second: Filter) -> Filter:
+    """Memories matching both filters."""
+    clauses = [f"({f.sql})" for f in (first, second) if f.sql]
+    return Filter(
+        " AND ".join(clauses) or None,
+        [*first.metadata, *second.metadata],
+        None,
+        first.columns | second.columns,
+    )
+
+
 def session_windows(windows: Iterable[tuple[str, int, int]], *, namespace: str | None = None) -> Filter:
     """Memories of these sessions whose sequence lies in [low, high] (one window per session)."""
     parts = [

@@ -7,6 +7,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
+from ..limits import MAX_CONTEXT
 from ..services.results import HybridRecallResult, NearbyResult, RecallResult
 from .arguments import Arguments
 from .calls import READ_ONLY, call
@@ -28,12 +29,25 @@ def register(tools: ToolSet, a: Arguments) -> None:
             Field(
                 ge=0.0,
                 le=1.0,
-                description="Rank by hybrid_recall's fusion of meaning and keywords instead, with this alpha "
-                "(1.0 = meaning only, 0.0 = keywords only). Omit for pure semantic search.",
+                description="Weight of meaning against keywords in the ranking (1.0 = meaning only: plain cosine "
+                "order; 0.0 = keywords only). Omit for the default balance.",
             ),
         ] = None,
+        since: a.since = None,
+        until: a.until = None,
+        context: Annotated[
+            int,
+            Field(
+                ge=0,
+                le=MAX_CONTEXT,
+                description=f"Also return up to this many neighbouring memories of each hit's session before and "
+                f"after it (0-{MAX_CONTEXT}), marked as context.",
+            ),
+        ] = 0,
     ) -> Annotated[CallToolResult, RecallResult]:
-        """Find the memories most similar in meaning to the query, best first."""
+        """Find the memories that best answer the query, best first: by meaning and keywords, with the
+        conversation around keyword hits (memories stored with session_id) taken into account.
+        similarity is the cosine similarity to the query (what min_similarity applies to)."""
         return await call(
             ctx,
             lambda app: app.search.recall(
@@ -44,6 +58,9 @@ def register(tools: ToolSet, a: Arguments) -> None:
                 filters=filters,
                 min_similarity=min_similarity,
                 hybrid_alpha=hybrid_alpha,
+                since=since,
+                until=until,
+                context=context,
             ),
         )
 
@@ -60,11 +77,13 @@ def register(tools: ToolSet, a: Arguments) -> None:
         min_similarity: a.min_similarity = 0.0,
         tags: a.tag_filter = None,
         filters: a.filters = None,
+        since: a.since = None,
+        until: a.until = None,
     ) -> Annotated[CallToolResult, HybridRecallResult]:
-        """Search by meaning and by keywords together (LanceDB full-text BM25 + vector search, fused by weighted
-        reciprocal rank). Good for names, codes and exact terms. Each hit has vector_score (cosine, null when
-        found by keywords only) and fts_score (BM25 relative to the best keyword hit, null when no keyword matched);
-        similarity is always the cosine similarity to the query, which min_similarity applies to."""
+        """recall's ranking (meaning + BM25 keywords + conversation context) with an explicit alpha and each hit's
+        scores: vector_score (cosine, null when found by keywords only), fts_score (BM25 relative to the best
+        keyword hit, null when no keyword matched) and score (what hits are ordered by). similarity is always the
+        cosine similarity to the query, which min_similarity applies to."""
         return await call(
             ctx,
             lambda app: app.search.hybrid_recall(
@@ -75,6 +94,8 @@ def register(tools: ToolSet, a: Arguments) -> None:
                 tags=tags,
                 filters=filters,
                 min_similarity=min_similarity,
+                since=since,
+                until=until,
             ),
         )
 
