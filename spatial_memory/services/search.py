@@ -13,7 +13,7 @@ import numpy as np
 from ..algorithms.ranking import DEFAULT_PARAMS
 from ..errors import MemoryNotFoundError, ValidationError
 from ..limits import MAX_CONTEXT
-from ..storage.filters import Filter, both, build_filter, session_windows
+from ..storage.filters import Filter, build_filter, session_windows
 from ..storage.records import MemoryRecord, ScoredMemory
 from .base import Service
 from .results import (
@@ -125,9 +125,8 @@ class SearchService(Service):
             for record in by_keyword
             if (c := record.conversation).session_id is not None and c.sequence is not None
         ]
-        if windows:
-            for record in store.scan(both(flt, session_windows(windows)), with_vectors=True):
-                records.setdefault(record.id, record)
+        for record in store.neighbours(windows, flt):
+            records.setdefault(record.id, record)
         return list(records.values())
 
     def recall(

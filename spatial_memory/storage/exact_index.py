@@ -37,6 +37,17 @@ UNKNOWN = -1
 
 
 @dataclass(frozen=True)
+class Written:
+    """A row a commit of this process inserted or replaced, as the copy needs it."""
+
+    id: str
+    namespace: str
+    vector: np.ndarray
+    session_id: str | None = None
+    sequence: int | None = None
+
+
+@dataclass(frozen=True)
 class Snapshot:
     """Rows [0, n) of the shared buffers as of `version`; `alive` hides deleted or rewritten rows."""
 
@@ -45,6 +56,8 @@ class Snapshot:
     ids: np.ndarray  # object (str), length n
     addresses: np.ndarray  # int64 row addresses, UNKNOWN when not yet looked up
     namespaces: np.ndarray  # int32 codes into ExactIndex._namespace_codes
+    sessions: np.ndarray  # int32 codes into ExactIndex._session_codes, -1 for none
+    sequences: np.ndarray  # int64 sequence within the session, -1 for none
     vectors: np.ndarray  # (capacity, dim) float32; rows >= n are not part of this snapshot
     alive: np.ndarray  # bool, length n
     positions: dict[str, int]  # id -> row of its live entry
@@ -59,6 +72,7 @@ class ExactIndex:
         self._snapshot: Snapshot | None = None
         self._lock = threading.Lock()
         self._namespace_codes: dict[str, int] = {}
+        self._session_codes: dict[str, int] = {}
         self._records: dict[str, MemoryRecord] = {}
 
     # ---- reading -------------------------------------------------------------------------
@@ -82,6 +96,9 @@ class ExactIndex:
             vectors[:n] = column.values.to_numpy(zero_copy_only=False).reshape(n, self.dim)
         ids = np.array(table.column("id").to_pylist(), dtype=object)
         addresses = table.column("_rowid").to_numpy().astype(np.int64)
+        names = table.column_names
+        sessions_in = table.column("session_id").to_pylist() if "session_id" in names else [None] * n
+        sequences_in = table.column("sequence").to_pylist() if "sequence" in names else [None] * n
         with self._lock:
             namespaces = np.array([self._code(s) for s in table.column("namespace").to_pylist()], dtype=np.int32)
             snap = Snapshot(
@@ -90,6 +107,8 @@ class ExactIndex:
                 ids=ids,
                 addresses=addresses,
                 namespaces=namespaces,
+                sessions=np.array([self._session(s) for s in sessions_in], dtype=np.int32),
+                sequences=np.array([-1 if q is None else q for q in sequences_in], dtype=np.int64),
                 vectors=vectors,
                 alive=np.ones(n, dtype=bool),
                 positions={memory_id: i for i, memory_id in enumerate(ids)},
@@ -121,6 +140,20 @@ class ExactIndex:
         best = best[np.lexsort((candidates[best], -chosen[best]))]
         return [(int(candidates[i]), float(chosen[i])) for i in best]
 
+    def session_rows(self, snap: Snapshot, windows: Sequence[tuple[str, int, int]], namespace: str | None) -> list[int]:
+        """Live rows whose (session, sequence) lies in one of the windows (session, low, high)."""
+        mask = np.zeros(snap.n, dtype=bool)
+        sessions, sequences = snap.sessions[: snap.n], snap.sequences[: snap.n]
+        for session, low, high in windows:
+            code = self._session_codes.get(session)
+            if code is not None:
+                mask |= (sessions == code) & (sequences >= low) & (sequences <= high)
+        mask &= snap.alive
+        if namespace is not None:
+            code = self._namespace_codes.get(namespace)
+            mask &= snap.namespaces == (-2 if code is None else code)
+        return np.flatnonzero(mask).tolist()
+
     # ---- following this process's own commits ----------------------------------------------
 
     def invalidate(self) -> None:
@@ -150,12 +183,12 @@ class ExactIndex:
         after: int,
         *,
         removed: Sequence[str] = (),
-        written: Sequence[tuple[str, str, np.ndarray]] = (),
+        written: Sequence[Written] = (),
         moved: Sequence[str] = (),
     ) -> None:
         """Apply one commit of this process that took the table from `before` to `after`.
 
-        `removed`: ids deleted; `written`: (id, namespace, vector) inserted or replaced;
+        `removed`: ids deleted; `written`: rows inserted or replaced;
         `moved`: ids rewritten in place by LanceDB (same vector, new row address)."""
         with self._lock:
             snap = self._snapshot
@@ -187,6 +220,7 @@ class ExactIndex:
                         addresses[row] = UNKNOWN
                         current_summary[row] = False
             n, vectors, ids, namespaces = snap.n, snap.vectors, snap.ids, snap.namespaces
+            sessions, sequences = snap.sessions, snap.sequences
             if written:
                 m = len(written)
                 if len(positions) + m > self.max_rows:
@@ -197,14 +231,22 @@ class ExactIndex:
                     grown[:n] = vectors[:n]
                     vectors = grown
                 # Rows past n belong to no published snapshot yet, so writing them is safe.
-                vectors[n : n + m] = np.stack([np.asarray(w[2], dtype=np.float32) for w in written])
-                ids = np.concatenate([ids, np.array([w[0] for w in written], dtype=object)])
+                vectors[n : n + m] = np.stack([np.asarray(w.vector, dtype=np.float32) for w in written])
+                ids = np.concatenate([ids, np.array([w.id for w in written], dtype=object)])
                 addresses = np.concatenate([addresses, np.full(m, UNKNOWN, dtype=np.int64)])
-                namespaces = np.concatenate([namespaces, np.array([self._code(w[1]) for w in written], np.int32)])
+                namespaces = np.concatenate(
+                    [namespaces, np.array([self._code(w.namespace) for w in written], np.int32)]
+                )
+                sessions = np.concatenate(
+                    [sessions, np.array([self._session(w.session_id) for w in written], np.int32)]
+                )
+                sequences = np.concatenate(
+                    [sequences, np.array([-1 if w.sequence is None else w.sequence for w in written], np.int64)]
+                )
                 alive = np.concatenate([alive, np.ones(m, dtype=bool)])
                 current_summary = np.concatenate([current_summary, np.zeros(m, dtype=bool)])
                 for offset, w in enumerate(written):
-                    positions[w[0]] = n + offset
+                    positions[w.id] = n + offset
                 n += m
             if n > 2 * max(len(positions), 512):
                 self._drop()  # mostly dead rows: cheaper to reload than to keep scanning
@@ -216,6 +258,8 @@ class ExactIndex:
                 ids=ids,
                 addresses=addresses,
                 namespaces=namespaces,
+                sessions=sessions,
+                sequences=sequences,
                 vectors=vectors,
                 alive=alive,
                 positions=positions,
@@ -251,6 +295,14 @@ class ExactIndex:
                 if row is not None:
                     addresses[row] = address
             self._snapshot = replace(snap, addresses=addresses)
+
+    def _session(self, session_id: str | None) -> int:
+        if session_id is None:
+            return -1
+        code = self._session_codes.get(session_id)
+        if code is None:
+            code = self._session_codes[session_id] = len(self._session_codes)
+        return code
 
     def _code(self, namespace: str) -> int:
         code = self._namespace_codes.get(namespace)
@@ -302,6 +354,18 @@ class ExactSearch:
         if records is None:
             return None
         return [ScoredMemory(r, min(1.0, max(0.0, score))) for r, (_, score) in zip(records, top)]
+
+    def _exact_neighbours(
+        self, windows: Sequence[tuple[str, int, int]], flt: Filter | None
+    ) -> list[MemoryRecord] | None:
+        """Session neighbours from the copy (with vectors); None when LanceDB must answer."""
+        if flt is not None and (flt.metadata or (flt.sql and flt.only_namespace is None)):
+            return None
+        snap = self._exact_snapshot()
+        if snap is None:
+            return None
+        rows = self._exact.session_rows(snap, windows, flt.only_namespace if flt else None)
+        return self._fetch_rows(snap, rows, with_vectors=True)
 
     def _fetch_rows(self, snap: Snapshot, rows: list[int], *, with_vectors: bool) -> list[MemoryRecord] | None:
         """The records at these rows of the copy, in order; None when the table no longer

@@ -31,8 +31,8 @@ import pyarrow as pa
 from ..errors import ConfigurationError, SpatialMemoryError, StorageError
 from .access_ledger import ACCESS_COLUMNS, AccessCounts, AccessLedger
 from .connection import LARGE_INDEX_CACHE_BYTES, SMALL_INDEX_CACHE_BYTES, connect
-from .exact_index import ExactIndex, ExactSearch
-from .filters import Filter, build_filter, metadata_matches
+from .exact_index import ExactIndex, ExactSearch, Written
+from .filters import Filter, both, build_filter, metadata_matches, session_windows
 from .fulltext import FullTextSearch
 from .indexing import IndexPolicy
 from .locking import INDEX_LOCK_FILE, LOCK_FILE, WRITE_ATTEMPTS, StoreLock, backoff, is_retryable
@@ -61,8 +61,17 @@ DATA_STORAGE_VERSION = "2.1"
 BULK_ROWS = 1000
 
 
-def _written(records: Sequence[MemoryRecord]) -> list[tuple[str, str, np.ndarray]]:
-    return [(r.id, r.namespace, np.asarray(r.vector, dtype=np.float32)) for r in records]
+def _written(records: Sequence[MemoryRecord]) -> list[Written]:
+    return [
+        Written(
+            r.id,
+            r.namespace,
+            np.asarray(r.vector, dtype=np.float32),
+            r.conversation.session_id,
+            r.conversation.sequence,
+        )
+        for r in records
+    ]
 
 
 class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch):
@@ -411,7 +420,8 @@ class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch):
             return
         first = build_filter(ids=[records[0].id]).sql  # an add commits every row or none
         with self._write_lock:
-            data = self._to_arrow(self._in_arrival_order(records))
+            records = self._in_arrival_order(records)
+            data = self._to_arrow(records)
             self._commit(
                 "write failed, nothing was stored",
                 lambda: self._table.add(data),
@@ -445,6 +455,18 @@ class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch):
                 r = replace(r, conversation=replace(c, sequence=last[c.session_id]))
             placed.append(r)
         return placed
+
+    def neighbours(self, windows: Sequence[tuple[str, int, int]], flt: Filter | None = None) -> list[MemoryRecord]:
+        """Memories (with vectors) whose session and sequence lie in one of the windows
+        (session_id, low, high), and that match the filter: from the exact copy when it can answer."""
+        if not windows:
+            return []
+        found = self._exact_neighbours(windows, flt)
+        if found is not None:
+            self._ledger.apply(found)
+            return found
+        window_filter = session_windows(windows)
+        return self.scan(both(flt, window_filter) if flt is not None else window_filter, with_vectors=True)
 
     def last_sequences(self, sessions: Iterable[str]) -> dict[str, int]:
         """The highest sequence stored in each of these sessions (sessions without one left out)."""
