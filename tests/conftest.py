@@ -120,3 +120,8 @@ def data(result) -> dict:
         return json.loads(result.content[0].text)
     assert result.structured_content is not None, result
     return result.structured_content
+
+
+def indexed_vector_rows(store) -> int | None:
+    """Rows a MemoryStore's vector index covers, from its public stats(); None without one."""
+    return next((i["num_indexed_rows"] for i in store.stats()["indices"] if i["column"] == "vector"), None)

@@ -1,19 +1,27 @@
-"""Access counts on an indexed table live in the access ledger, never in rewritten memory rows."""
+"""Access counts on an indexed table live in the access ledger, never in rewritten memory rows.
+
+The ledger is this file's subject. What a caller sees - counts on every read, no new table
+version - goes through the store's public methods; whether an entry sits in the ledger (or was
+folded out of it, or retired) is not visible there, since reads merge the ledger into the rows,
+so those checks look at the store's ledger itself (`store._ledger`)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
+import lancedb
 import numpy as np
 import pytest
 
 from spatial_memory.storage import access_ledger as ledger_module
 from spatial_memory.storage.access_ledger import LEDGER_TABLE
 from spatial_memory.storage.filters import build_filter
-from spatial_memory.storage.indexing import IndexPolicy, vector_index_rows
+from spatial_memory.storage.indexing import IndexPolicy
 from spatial_memory.storage.records import MemoryRecord, new_id
 from spatial_memory.storage.store import MemoryStore
+
+from .conftest import indexed_vector_rows
 
 DIM = 32
 ROWS = 1_200
@@ -35,7 +43,7 @@ def indexed(tmp_path) -> tuple[MemoryStore, list[MemoryRecord]]:
     ]
     store.add(rows)
     store.compact()
-    assert vector_index_rows(store._table) == ROWS
+    assert indexed_vector_rows(store) == ROWS
     return store, rows
 
 
@@ -141,7 +149,7 @@ def test_small_tables_write_counts_into_rows_and_fold_a_leftover_ledger(tmp_path
     rows = [MemoryRecord(id=new_id(), content=f"m{i}", vector=v) for i, v in enumerate(vectors(20))]
     store.add(rows)
     store.record_access({rows[0].id: 1}, when=WHEN)
-    assert LEDGER_TABLE not in store._db.list_tables().tables  # no index, no ledger
+    assert LEDGER_TABLE not in lancedb.connect(str(tmp_path / "db")).list_tables().tables  # no index, no ledger
     assert store.get(rows[0].id).access_count == 1
     # A ledger left from when the table was large is folded before the next direct write.
     with store.exclusive():
@@ -158,7 +166,7 @@ def test_ledger_stays_small_on_disk(indexed):
     store, rows = indexed
     for i in range(30):
         store.record_access({rows[i].id: 1}, when=WHEN)
-    assert store._ledger._writes < 30  # optimized along the way
+    assert store._ledger._writes < 30  # optimized along the way (its count of writes since the last tidy)
     assert len(store._ledger) == 30
     assert sum(r.access_count for r in store.get_many([r.id for r in rows[:30]])) == 30
 
@@ -183,18 +191,21 @@ async def test_recall_bookkeeping_on_an_indexed_store_through_mcp(tmp_path, fake
         vector_index_threshold=1_000,
         compact_fragment_threshold=4,
     )
-    observer = None
     async with Client(create_server(settings, embedder=fake_embedder)) as client:
         for start in range(0, ROWS, 100):
             batch = [{"content": f"note {i} about subject{i % 11} and item{i}"} for i in range(start, start + 100)]
             assert not (await client.call_tool("remember_batch", {"memories": batch})).is_error
         for _ in range(600):  # upkeep compacts after the bulk writes and builds the index
-            observer = observer or MemoryStore(settings.path / "lancedb", fake_embedder.model_id, 64)
-            if vector_index_rows(observer._table) == ROWS and not observer.needs_compaction():
+            stats = data(await client.call_tool("stats", {}))
+            vector = [i for i in stats["indices"] if i["column"] == "vector"]
+            if vector and vector[0]["num_indexed_rows"] == ROWS and not stats["needs_compaction"]:
                 break
             await asyncio.sleep(0.1)
-        assert vector_index_rows(observer._table) == ROWS
-        await asyncio.sleep(1.0)  # the server marks its index ready just after the commit seen here
+        else:
+            pytest.fail(f"the server never finished its vector index: {stats}")
+        await asyncio.sleep(1.0)  # the server marks its index ready just after the build seen here
+        observer = MemoryStore(settings.path / "lancedb", fake_embedder.model_id, 64)  # another process's view
+        assert indexed_vector_rows(observer) == ROWS
         version = observer.version
         target = None
         for _ in range(5):

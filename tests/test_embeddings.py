@@ -39,13 +39,58 @@ def test_onnx_vectors_equal_sentence_transformers(real_embedder, tmp_path):
     assert np.allclose(again, ours, atol=1e-5)
 
 
+def _fake_openai(monkeypatch) -> list[str]:
+    """An importable stand-in for the optional `openai` package (not installed here), so the
+    router gets past the import and the key check is what runs. Returns the keys clients got."""
+    import sys
+    import types
+
+    keys: list[str] = []
+
+    class Embeddings:
+        def create(self, *, model, input):
+            data = [types.SimpleNamespace(embedding=[float(len(t))] + [1.0] * 1535) for t in input]
+            return types.SimpleNamespace(data=data)
+
+    class OpenAI:
+        def __init__(self, *, api_key):
+            keys.append(api_key)
+            self.embeddings = Embeddings()
+
+    monkeypatch.setitem(sys.modules, "openai", types.SimpleNamespace(OpenAI=OpenAI))
+    return keys
+
+
 def test_openai_needs_a_key(monkeypatch, tmp_path):
+    keys = _fake_openai(monkeypatch)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     router = EmbeddingRouter("openai:text-embedding-3-small", cache_dir=tmp_path)
     assert router.dimension == 1536
     with pytest.raises(ConfigurationError) as err:
         router.load()
-    assert "OPENAI_API_KEY" in str(err.value) or "openai" in str(err.value).lower()
+    message = str(err.value)
+    assert "needs an API key" in message, message
+    assert "SPATIAL_MEMORY_OPENAI_API_KEY" in message and "OPENAI_API_KEY" in message
+    assert keys == [] and not router.loaded  # refused before any client was made
+
+    # The same router loads once a key is there: the error above was the key check, nothing else.
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
+    vectors = router.embed_documents(["a", "bb"])
+    assert keys == ["sk-from-env"] and router.backend_name == "openai"
+    assert vectors.shape == (2, 1536) and np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
+    # A key given to the router (SPATIAL_MEMORY_OPENAI_API_KEY) needs no environment variable.
+    monkeypatch.delenv("OPENAI_API_KEY")
+    EmbeddingRouter("openai:text-embedding-3-small", cache_dir=tmp_path, openai_api_key="sk-setting").load()
+    assert keys == ["sk-from-env", "sk-setting"]
+
+
+def test_openai_without_its_extra_says_how_to_install_it(monkeypatch, tmp_path):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "openai", None)  # `import openai` raises ImportError
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with pytest.raises(ConfigurationError, match=r"pip install 'spatial-memory-mcp\[openai\]'"):
+        EmbeddingRouter("openai:text-embedding-3-small", cache_dir=tmp_path).load()
 
 
 def test_unknown_model_fails_clearly_offline(monkeypatch, tmp_path):

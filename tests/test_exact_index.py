@@ -1,17 +1,26 @@
 """The in-memory exact index must answer exactly what LanceDB's own search answers, through
-every kind of write, compaction, and writes by another process on the same store."""
+every kind of write, compaction, and writes by another process on the same store.
+
+The exact copy is this file's subject, so besides the store's public searches it looks at the
+copy itself (`store._exact`, `_exact_snapshot`, `_fetch_rows`): whether there is one, which row
+addresses it still has to resolve, whether it was reloaded. Nothing public reports those. The
+reference answers come from LanceDB on a connection of their own, not through the store."""
 
 from __future__ import annotations
 
 import random
 from datetime import datetime, timezone
+from pathlib import Path
 
+import lancedb
 import numpy as np
 import pytest
 
 from spatial_memory.storage.exact_index import ExactIndex
 from spatial_memory.storage.filters import build_filter
+from spatial_memory.storage.indexing import IndexPolicy
 from spatial_memory.storage.records import MemoryRecord, new_id
+from spatial_memory.storage.schema import TABLE_NAME
 from spatial_memory.storage.store import MemoryStore
 
 DIM = 8
@@ -27,21 +36,23 @@ def record(rng: np.random.Generator, namespace: str = "default", content: str = 
     )
 
 
-def lance_answer(store: MemoryStore, query: np.ndarray, limit: int, namespace: str | None):
-    """The same search, answered by LanceDB's flat search (the exact copy bypassed)."""
-    q = store._table.search(query, vector_column_name="vector").distance_type("dot").select(["id", "_distance"])
+def lance_answer(path: Path, query: np.ndarray, limit: int, namespace: str | None):
+    """The same search, answered by LanceDB's flat search over the store at `path`, opened
+    afresh (the store and its exact copy bypassed)."""
+    table = lancedb.connect(str(path)).open_table(TABLE_NAME)
+    q = table.search(query, vector_column_name="vector").distance_type("dot").select(["id", "_distance"])
     if namespace is not None:
         q = q.where(build_filter(namespace=namespace).sql, prefilter=True)
     table = q.limit(limit).to_arrow()
     return [(i, 1 - d) for i, d in zip(table.column("id").to_pylist(), table.column("_distance").to_pylist())]
 
 
-def assert_same(store: MemoryStore, rng: np.random.Generator, namespaces: list[str]) -> None:
+def assert_same(store: MemoryStore, path: Path, rng: np.random.Generator, namespaces: list[str]) -> None:
     for _ in range(5):
         query = record(rng).vector
         namespace = rng.choice([None, *namespaces])
         hits = store.search(query, 7, build_filter(namespace=namespace) if namespace else None)
-        expected = lance_answer(store, query, 7, namespace)
+        expected = lance_answer(path, query, 7, namespace)
         assert [h.record.id for h in hits] == [i for i, _ in expected]
         assert [h.similarity for h in hits] == pytest.approx([max(0.0, s) for _, s in expected], abs=1e-5)
     assert store._exact.has_copy()
@@ -79,7 +90,7 @@ def test_commits_by_this_process_keep_the_copy_exact(tmp_path):
     live: list[MemoryRecord] = []
     store.add([record(rng, str(rng.choice(namespaces))) for _ in range(60)])
     live = store.scan()
-    assert_same(store, rng, namespaces)
+    assert_same(store, tmp_path / "db", rng, namespaces)
     version = store.version
     for step in range(40):
         op = random.Random(step).choice(["add", "delete", "upsert", "access", "replace", "where"])
@@ -99,7 +110,7 @@ def test_commits_by_this_process_keep_the_copy_exact(tmp_path):
         elif op == "where":
             store.delete_where(build_filter(namespace="b", filters={"content": "nothing matches this"}))
         live = store.scan()
-        assert_same(store, rng, namespaces)
+        assert_same(store, tmp_path / "db", rng, namespaces)
     assert store.version > version
     # Every kept record is what LanceDB holds now (access counts, rewritten content).
     snap = store._exact_snapshot()
@@ -121,23 +132,23 @@ def test_compaction_rename_and_another_process(tmp_path):
     mine = MemoryStore(path, "m", DIM, compact_fragment_threshold=2, version_retention_seconds=0)
     other = MemoryStore(path, "m", DIM)  # a second server on the same store
     mine.add([record(rng, "a") for _ in range(30)])
-    assert_same(mine, rng, ["a", "b"])
+    assert_same(mine, path, rng, ["a", "b"])
     other.add([record(rng, "b") for _ in range(5)])  # a commit this copy never heard of
-    assert_same(mine, rng, ["a", "b"])
+    assert_same(mine, path, rng, ["a", "b"])
     other.add([record(rng, "b") for _ in range(5)])
     mine.add([record(rng, "a")])  # this process's commit lands on top of the other's
     assert mine.count(build_filter(namespace="b")) == 10
     assert len(mine.search(record(rng).vector, 50, build_filter(namespace="b"))) == 10
-    assert_same(mine, rng, ["a", "b"])
+    assert_same(mine, path, rng, ["a", "b"])
     victim = mine.scan(build_filter(namespace="a"), with_vectors=True)[0]
     other.delete_ids([victim.id])
     assert victim.id not in {h.record.id for h in mine.search(victim.vector, 5)}
     mine.compact()  # rewrites every row address
-    assert_same(mine, rng, ["a", "b"])
+    assert_same(mine, path, rng, ["a", "b"])
     mine.update_where(build_filter(namespace="b"), {"namespace": "c"})
-    assert_same(mine, rng, ["a", "b", "c"])
+    assert_same(mine, path, rng, ["a", "b", "c"])
     other.compact()
-    assert_same(mine, rng, ["a", "c"])
+    assert_same(mine, path, rng, ["a", "c"])
 
 
 def test_gets_and_vectors_come_back_current(tmp_path):
@@ -163,11 +174,12 @@ def test_gets_and_vectors_come_back_current(tmp_path):
 
 def test_big_tables_skip_the_copy(tmp_path):
     rng = np.random.default_rng(5)
-    store = MemoryStore(tmp_path / "db", "m", DIM)
-    store._exact.max_rows = 10
+    # The copy holds up to twice the vector index threshold: 10 rows here.
+    store = MemoryStore(tmp_path / "db", "m", DIM, index_policy=IndexPolicy(vector_index_threshold=5))
     store.add([record(rng) for _ in range(11)])
     query = record(rng).vector
-    assert [h.record.id for h in store.search(query, 5)] == [i for i, _ in lance_answer(store, query, 5, None)]
+    expected = lance_answer(tmp_path / "db", query, 5, None)
+    assert [h.record.id for h in store.search(query, 5)] == [i for i, _ in expected]
     assert not store._exact.has_copy()
 
 
@@ -178,14 +190,14 @@ def test_compaction_keeps_the_copy_and_upkeep_finds_the_new_addresses(tmp_path, 
         store.add([record(rng, str(rng.choice(["a", "b"]))) for _ in range(10)])
     live = store.scan()
     store.record_access({live[0].id: 4})
-    assert_same(store, rng, ["a", "b"])
+    assert_same(store, tmp_path / "db", rng, ["a", "b"])
     loads = []
     original_load = store._exact.load
     monkeypatch.setattr(store._exact, "load", lambda *a, **k: loads.append(1) or original_load(*a, **k))
     before = store.version
     store.compact()
     assert store.version != before
-    assert_same(store, rng, ["a", "b"])  # answered from the copy, rebased to the new version
+    assert_same(store, tmp_path / "db", rng, ["a", "b"])  # answered from the copy, rebased to the new version
     assert loads == []  # no reload of every row on the request path
     snap = store._exact_snapshot()
     assert len(store._exact.unresolved(snap)) == len(live)
@@ -194,5 +206,5 @@ def test_compaction_keeps_the_copy_and_upkeep_finds_the_new_addresses(tmp_path, 
     store.record_access({live[1].id: 2})  # a rewrite after the compaction: fetched by its new address
     assert store.get(live[1].id).access_count == 2
     assert store.get(live[0].id).access_count == 4
-    assert_same(store, rng, ["a", "b"])
+    assert_same(store, tmp_path / "db", rng, ["a", "b"])
     assert loads == []

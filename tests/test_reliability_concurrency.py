@@ -105,8 +105,16 @@ def test_compaction_keeps_versions_another_process_may_still_be_reading(tmp_path
     time.sleep(1.5)  # created more than `retention` ago ...
     store.add([_record("second")])  # ... but superseded only now
     store.compact()
-    kept = {v["version"] for v in store._table.list_versions()}
-    assert was_latest in kept
+    # A reader that opened the table at `was_latest` - another process, on its own connection -
+    # can still read that version: its files were not cleaned up.
+    import lancedb
+
+    from spatial_memory.storage.schema import TABLE_NAME
+
+    reader = lancedb.connect(str(tmp_path / "db")).open_table(TABLE_NAME)
+    assert was_latest in {v["version"] for v in reader.list_versions()}
+    reader.checkout(was_latest)
+    assert reader.to_arrow().column("content").to_pylist() == ["first"]
     assert store.count() == 2
 
 
@@ -123,6 +131,7 @@ class Ledger:
     probes: list[str] = field(default_factory=list)  # ids never forgotten, looked up from other processes
     calls: int = 0
     writes: int = 0
+    writes_by_client: dict[int, int] = field(default_factory=dict)
     retried: int = 0
     errors: list[str] = field(default_factory=list)
 
@@ -145,10 +154,18 @@ async def _call(client, ledger: Ledger, name: str, args: dict, *, attempts: int 
     return {}
 
 
-async def _client_loop(k: int, store: Path, ledger: Ledger, deadline: float, env: dict, tools: set) -> None:
+def _wrote(ledger: Ledger, k: int) -> None:
+    ledger.writes += 1
+    ledger.writes_by_client[k] = ledger.writes_by_client.get(k, 0) + 1
+
+
+async def _client_loop(k: int, store: Path, ledger: Ledger, keep_going, env: dict, tools: set, give_up: float) -> None:
+    """Mixed calls while `keep_going()`; `give_up` (a monotonic time) bounds it when the machine
+    is hopelessly slow, and the caller then fails on the writes that were not reached."""
     from mcp import Client
 
     rng = random.Random(k)
+    ledger.writes_by_client[k] = 0
     private, generation = f"c{k}-0", 0
     mine: list[str] = []
     async with AsyncExitStack() as stack:
@@ -160,7 +177,7 @@ async def _client_loop(k: int, store: Path, ledger: Ledger, deadline: float, env
         data = await _call(client, ledger, "remember", {"content": f"client {k} first probe", "namespace": "probe"})
         ledger.remembered[data["id"]] = "probe"
         ledger.probes.append(data["id"])
-        while time.monotonic() < deadline:
+        while keep_going() and time.monotonic() < give_up:
             op = rng.choices(
                 ["remember", "batch", "forget", "forget_batch", "forget_other", "recall", "read", "rename"],
                 [6, 3, 2, 1, 2, 4, 2, 1],
@@ -172,7 +189,7 @@ async def _client_loop(k: int, store: Path, ledger: Ledger, deadline: float, env
                 )
                 if "id" in data:
                     ledger.remembered[data["id"]] = ns
-                    ledger.writes += 1
+                    _wrote(ledger, k)
                     (mine if ns == private else ledger.shared).append(data["id"])
             elif op == "batch":
                 n = rng.randint(2, 20)
@@ -185,21 +202,21 @@ async def _client_loop(k: int, store: Path, ledger: Ledger, deadline: float, env
                     for memory_id in data["ids"]:
                         ledger.remembered[memory_id] = private
                     mine.extend(data["ids"])
-                    ledger.writes += 1
+                    _wrote(ledger, k)
             elif op in ("forget", "forget_other") and (mine if op == "forget" else ledger.shared):
                 pool = mine if op == "forget" else ledger.shared
                 victim = pool.pop(rng.randrange(len(pool)))
                 data = await _call(client, ledger, "forget", {"memory_id": victim})
                 if "deleted" in data:
                     ledger.forgotten.add(victim)
-                    ledger.writes += 1
+                    _wrote(ledger, k)
             elif op == "forget_batch" and len(mine) >= 3:
                 victims = [mine.pop(rng.randrange(len(mine))) for _ in range(3)]
                 data = await _call(client, ledger, "forget_batch", {"memory_ids": victims})
                 if "deleted" in data:
                     assert data["deleted"] == 3, data
                     ledger.forgotten.update(victims)
-                    ledger.writes += 1
+                    _wrote(ledger, k)
             elif op == "recall":  # recalls make every server write access counts in the background
                 name = "hybrid_recall" if "hybrid_recall" in tools and rng.random() < 0.3 else "recall"
                 await _call(client, ledger, name, {"query": f"client note {rng.randint(0, 9)}", "limit": 10})
@@ -213,7 +230,7 @@ async def _client_loop(k: int, store: Path, ledger: Ledger, deadline: float, env
                         if ns == private:
                             ledger.remembered[memory_id] = new
                     private, generation = new, generation + 1
-                    ledger.writes += 1
+                    _wrote(ledger, k)
             # Read-your-writes across processes: another client's latest memory is visible here.
             if ledger.probes and rng.random() < 0.2:
                 probe = rng.choice(ledger.probes)
@@ -239,6 +256,10 @@ def _check_store(store: Path, ledger: Ledger, *, fake: bool = True) -> None:
     opened.compact()  # and maintenance still runs on it
 
 
+WRITES_PER_CLIENT = 12  # acknowledged writes every client reaches (36 in all, where the test asked for > 30)
+GIVE_UP_SECONDS = 300
+
+
 async def test_many_server_processes_share_one_store(tmp_path):
     store = new_store(tmp_path, "store")
     env = {
@@ -251,10 +272,18 @@ async def test_many_server_processes_share_one_store(tmp_path):
     ledger, tools = Ledger(), set()
     clients = 3
     started = time.monotonic()
-    deadline = started + budget(20)
+    # The clients race for at least the CI bound (or the soak duration), and past it until every
+    # one of them has had WRITES_PER_CLIENT writes acknowledged: a count reached, not one hoped
+    # for in a time window. GIVE_UP_SECONDS only stops a hopelessly slow run, which then fails.
+    racing_until = started + budget(20)
+
+    def keep_going() -> bool:
+        behind = any(ledger.writes_by_client.get(k, 0) < WRITES_PER_CLIENT for k in range(clients))
+        return behind or time.monotonic() < racing_until
+
     async with anyio.create_task_group() as tg:
         for k in range(clients):
-            tg.start_soon(_client_loop, k, store, ledger, deadline, env, tools)
+            tg.start_soon(_client_loop, k, store, ledger, keep_going, env, tools, racing_until + GIVE_UP_SECONDS)
     elapsed = time.monotonic() - started
     assert not ledger.errors, ledger.errors[:5]
     _check_store(store, ledger)
@@ -267,7 +296,11 @@ async def test_many_server_processes_share_one_store(tmp_path):
         f"({len(ledger.remembered)} memories remembered, {len(ledger.forgotten)} forgotten), "
         f"{ledger.retried} busy retries, 0 lost"
     )
-    assert ledger.writes > 30
+    reached = {k: ledger.writes_by_client.get(k, 0) for k in range(clients)}
+    assert min(reached.values()) >= WRITES_PER_CLIENT, (
+        f"{reached} acknowledged writes per client after {elapsed:.0f} s: fewer than {WRITES_PER_CLIENT} "
+        f"each, {GIVE_UP_SECONDS} s past the CI bound"
+    )
 
 
 async def test_bundled_model_servers_share_one_store(tmp_path, bundled_models):  # noqa: F811

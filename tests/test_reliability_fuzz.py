@@ -230,9 +230,10 @@ def session(tmp_path_factory):
             s = Session(portal, client, settings_)
             for i in range(12):  # something to find, cluster and walk
                 s.check("remember", {"content": f"seed memory {i} about topic {i % 3}", "namespace": "seed"})
-            (root / "store" / "exports").mkdir(parents=True, exist_ok=True)
-            if "export_memories" in TOOLS:  # a real file for import_memories to chew on
-                s.check("export_memories", {"output_path": "seed.json"})
+            exports = root / "store" / "exports"
+            exports.mkdir(parents=True, exist_ok=True)
+            s.check("export_memories", {"output_path": "seed.json"})  # a real file for import_memories to chew on
+            assert s.outcomes == {"ok": 13} and (exports / "seed.json").is_file(), s.outcomes
             yield s
     # The store the server wrote opens cleanly and holds what the calls said it holds.
     assert open_store(root / "store").count() == s.expected
@@ -252,6 +253,12 @@ def with_known_ids(session_: Session, args: dict, pick: int) -> dict:
     if "source_path" in args and pick % 2:
         args["source_path"] = "seed.json"
     return args
+
+
+def test_every_tool_this_test_accounts_for_is_served():
+    """The fuzz runs over the tools the server lists; one removed would silently drop out of it."""
+    known = set(COUNT_CHANGE) | KEEPS_COUNT
+    assert known <= set(TOOLS), sorted(known - set(TOOLS))
 
 
 @pytest.mark.parametrize("name", sorted(TOOLS))

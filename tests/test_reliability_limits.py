@@ -3,6 +3,7 @@ everything: nothing half stored); a request whose client cancels it or goes away
 
 from __future__ import annotations
 
+import threading
 import time
 
 import anyio
@@ -94,11 +95,9 @@ async def test_result_size_limit(tmp_path):
 async def test_import_size_limits(tmp_path):
     settings = Settings(path=tmp_path / "store", preload=False, max_import_records=5, max_import_file_mb=0.02)
     async with await _client(settings) as client:
-        names = {t.name for t in (await client.list_tools()).tools}
-        if not {"export_memories", "import_memories"} <= names:
-            pytest.skip("no import_memories tool yet")
         await client.call_tool("remember_batch", {"memories": [{"content": f"row {i}"} for i in range(6)]})
-        data(await client.call_tool("export_memories", {"output_path": "six.json", "include_vectors": False}))
+        six = await client.call_tool("export_memories", {"output_path": "six.json", "include_vectors": False})
+        assert not six.is_error and data(six)["memories_exported"] == 6, data(six)
         err = _error(
             await client.call_tool(
                 "import_memories", {"source_path": "six.json", "dry_run": False, "regenerate_embeddings": True}
@@ -106,7 +105,8 @@ async def test_import_size_limits(tmp_path):
         )
         assert err["error"] == "ImportRecordLimitError" and "5" in err["message"]
         await client.call_tool("remember_batch", {"memories": [{"content": "pad " + "p" * 9000} for _ in range(3)]})
-        data(await client.call_tool("export_memories", {"output_path": "big.json", "include_vectors": False}))
+        big = await client.call_tool("export_memories", {"output_path": "big.json", "include_vectors": False})
+        assert not big.is_error and data(big)["memories_exported"] == 9, data(big)
         err = _error(
             await client.call_tool(
                 "import_memories", {"source_path": "big.json", "dry_run": False, "regenerate_embeddings": True}
@@ -116,24 +116,80 @@ async def test_import_size_limits(tmp_path):
         assert await _total(client) == 9
 
 
-class SlowEmbedder(HashEmbedder):
-    """Takes a while per batch, like a real model on a busy machine."""
+class BlockingEmbedder(HashEmbedder):
+    """A batch embedding that ignores cancellation and keeps going until the server has marked its
+    request cancelled, then returns its vectors as if it had just finished: a slow model whose
+    client gave up mid-call, with no time window for the test to guess."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embedding = threading.Event()  # a batch is being embedded now
+        self.finished_after_cancel = threading.Event()
 
     def embed_documents(self, texts):
-        time.sleep(1.5)
+        if len(texts) > 1:
+            self.embedding.set()
+            give_up = time.monotonic() + 60
+            while not _request_cancelled():
+                assert time.monotonic() < give_up, "the server never marked the request cancelled"
+                time.sleep(0.005)
+            self.finished_after_cancel.set()
         return super().embed_documents(texts)
 
 
-async def test_cancelled_request_writes_nothing(tmp_path):
+def _request_cancelled() -> bool:
+    from spatial_memory.errors import RequestCancelledError
+    from spatial_memory.transport.cancellation import check_cancelled
+
+    try:
+        check_cancelled()  # what the worker thread's request says about itself
+    except RequestCancelledError:
+        return True
+    return False
+
+
+async def test_cancelled_request_writes_nothing(tmp_path, monkeypatch):
+    from spatial_memory.storage.store import MemoryStore
+
+    # Each store write, and how it ended, so the test waits for the cancelled batch's write attempt.
+    adds: list[str] = []
+    added = threading.Event()
+    original_add = MemoryStore.add
+
+    def add(self, records):
+        try:
+            original_add(self, records)
+            adds.append("written")
+        except Exception as exc:
+            adds.append(type(exc).__name__)
+            raise
+        finally:
+            added.set()
+
+    monkeypatch.setattr(MemoryStore, "add", add)
+    embedder = BlockingEmbedder()
     settings = Settings(path=tmp_path / "store", preload=False)
-    async with await _client(settings, SlowEmbedder()) as client:
-        with anyio.move_on_after(0.3) as scope:  # the client gives up: notifications/cancelled
-            await client.call_tool("remember_batch", {"memories": [{"content": f"late {i}"} for i in range(50)]})
+    async with await _client(settings, embedder) as client:
+        assert await _total(client) == 0  # the store is open: the batch's refusal is its own write's
+        with anyio.CancelScope() as scope:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(
+                    client.call_tool,
+                    "remember_batch",
+                    {"memories": [{"content": f"late {i}"} for i in range(50)]},
+                )
+                # Cancelled only once the batch is provably being embedded (not before it started).
+                assert await anyio.to_thread.run_sync(embedder.embedding.wait, 60)
+                scope.cancel()  # the client gives up: notifications/cancelled
         assert scope.cancelled_caught
-        await anyio.sleep(2.5)  # long after the embedding finished
+        # The embedding ends after the cancellation reached the server; then its write is refused.
+        assert await anyio.to_thread.run_sync(embedder.finished_after_cancel.wait, 60)
+        assert await anyio.to_thread.run_sync(added.wait, 60), "the batch never reached the store"
+        assert adds == ["RequestCancelledError"], adds
         assert await _total(client) == 0
         assert not (await client.call_tool("remember", {"content": "still fine"})).is_error
         assert await _total(client) == 1
+        assert adds == ["RequestCancelledError", "written"]
 
 
 def test_client_that_disconnects_mid_batch_leaves_no_writer(tmp_path, bundled_models):  # noqa: F811

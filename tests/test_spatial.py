@@ -54,15 +54,27 @@ async def test_regions_recovers_topics(model_client):
 
 @pytest.mark.model
 async def test_regions_direct_assignment_ari(model_client, real_embedder):
-    """regions' own clusters, matched through representative + samples, agree with the topics."""
+    """regions' own clusters, as the tool reports them by default (no member lists: a representative
+    and samples each), assign every memory directly - to the cluster whose reported memories it is
+    nearest to - and that assignment agrees with the topics."""
     from sklearn.metrics import adjusted_rand_score
 
-    from spatial_memory import algorithms as alg
-
-    _, contents, labels = await store_topics(model_client)
-    vectors = real_embedder.embed_documents(contents)
-    predicted = alg.cluster_vectors(vectors, 4).labels
-    assert adjusted_rand_score(labels, predicted) >= 0.6
+    ids, contents, labels = await store_topics(model_client)
+    result = data(await model_client.call_tool("regions", {"namespace": "topics", "min_cluster_size": 4}))
+    clusters = result["clusters"]
+    assert len(clusters) >= 4 and result["total_memories"] == len(ids)
+    vectors = real_embedder.embed_documents(contents)  # what the server stored: same model, same texts
+    row = {memory_id: n for n, memory_id in enumerate(ids)}
+    centres = []
+    for cluster in clusters:
+        assert not cluster.get("member_ids")  # matched through what a client sees by default
+        shown = [cluster["representative_memory"], *cluster["sample_memories"]]
+        assert all(m["id"] in row and m["content"] == contents[row[m["id"]]] for m in shown), shown
+        centre = vectors[[row[m["id"]] for m in shown]].mean(axis=0)
+        centres.append(centre / np.linalg.norm(centre))
+    predicted = np.argmax(vectors @ np.stack(centres).T, axis=1)
+    ari = adjusted_rand_score(labels, predicted)
+    assert ari >= 0.6, ari
 
 
 @pytest.mark.model

@@ -11,8 +11,10 @@ from spatial_memory.storage.upkeep import Upkeep
 class FakeStore:
     def __init__(self) -> None:
         self.flushed: list[dict[str, int]] = []
+        self.flushed_at: list[float] = []  # time.monotonic() of each write
 
     def record_access(self, counts):
+        self.flushed_at.append(time.monotonic())
         self.flushed.append(dict(counts))
 
     def needs_compaction(self):
@@ -48,10 +50,11 @@ def test_access_counts_wait_for_a_pause_between_calls():
         upkeep.record_access(["a", "b", "a"])
         time.sleep(0.3)
         assert store.flushed == []  # a call is running
+        finished = time.monotonic()
         upkeep.call_finished()
-        time.sleep(0.05)
-        assert store.flushed == []  # too soon after the last call
         assert wait_for(lambda: store.flushed == [{"a": 2, "b": 1}])
+        # Not sooner than the pause after the last call: measured, not sampled after a sleep.
+        assert store.flushed_at[0] - finished >= upkeep.QUIET_SECONDS, store.flushed_at[0] - finished
     finally:
         upkeep.stop()
 

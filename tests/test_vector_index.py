@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from spatial_memory.storage.filters import build_filter
-from spatial_memory.storage.indexing import IndexPolicy, vector_index_rows
+from spatial_memory.storage.indexing import IndexPolicy
 from spatial_memory.storage.records import MemoryRecord, new_id
 from spatial_memory.storage.store import MemoryStore
+
+from .conftest import indexed_vector_rows
 
 DIM = 64
 
@@ -33,14 +35,13 @@ def test_index_is_built_past_threshold_and_stays_accurate(tmp_path):
     rows = records(vectors)
     store.add(rows)
     store.compact()
-    assert vector_index_rows(store._table) is None  # below the threshold: exact search only
+    assert indexed_vector_rows(store) is None  # below the threshold: exact search only
 
     more = clustered(1_500, rng)
     rows += records(more, offset=1_500)
     store.add(rows[1_500:])
     store.compact()
-    assert vector_index_rows(store._table) == 3_000
-    assert store.stats()["indices"] and any(i["column"] == "vector" for i in store.stats()["indices"])
+    assert indexed_vector_rows(store) == 3_000
 
     matrix = np.vstack([vectors, more])
     queries = clustered(40, rng)
@@ -71,16 +72,21 @@ def test_index_segments_are_merged_by_a_rebuild(tmp_path):
     upkeep rebuilds the index as a single segment."""
     from spatial_memory.storage.indexing import vector_index_segments
 
+    def segments(store: MemoryStore) -> int:
+        # Index segments are this test's subject and no public surface reports them (stats()
+        # gives the index's rows, not its segments): read them off the store's LanceDB table.
+        return vector_index_segments(store._table)
+
     rng = np.random.default_rng(1)
     policy = IndexPolicy(vector_index_threshold=1_000, scalar_index_threshold=1_000, max_segments=2, retrain_growth=100)
     store = MemoryStore(tmp_path / "db", "unit", DIM, index_policy=policy)
     store.add(records(clustered(1_200, rng)))
     store.compact()
-    assert vector_index_segments(store._table) == 1
+    assert segments(store) == 1
     seen = []
     for k in range(3):
         store.add(records(clustered(50, rng), offset=2_000 + 100 * k))
         store.compact()
-        seen.append(vector_index_segments(store._table))
+        seen.append(segments(store))
     assert max(seen) <= 2 and store.count() == 1_350
-    assert vector_index_rows(store._table) == 1_350 or seen[-1] > 1
+    assert indexed_vector_rows(store) == 1_350 or seen[-1] > 1
