@@ -51,7 +51,9 @@ async def test_conversation_structure_fusion_and_context_through_mcp(tmp_path, r
 
         # The fields come back as stored.
         first = conv.turns[0]
-        hit = data(await client.call_tool("recall", {"query": first.text, "limit": 1, "namespace": "with"}))
+        where = {"session_id": first.session_id, "sequence": first.sequence}
+        hit = data(await client.call_tool("recall", {"query": "hello", "namespace": "with", "filters": where}))
+        assert hit["total"] == 1
         memory = hit["memories"][0]
         assert memory["metadata"]["dia_id"] == first.dia_id
         assert (memory["session_id"], memory["sequence"], memory["speaker"]) == (

@@ -81,7 +81,10 @@ class FullTextSearch:
             if not ids:
                 return []
             where = build_filter(ids=ids).sql
-        columns = SUMMARY_COLUMNS + (["vector"] if with_vectors else [])
+        # With the exact in-memory copy, only ids and scores come from the index and the rows
+        # from the copy: LanceDB's random-access row fetch is most of a keyword search's time.
+        from_copy = self._exact_snapshot(load=False) is not None
+        columns = ["id"] if from_copy else SUMMARY_COLUMNS + (["vector"] if with_vectors else [])
         query = self._table.search(MatchQuery(terms, "content"), query_type="fts")
         query = query.select([*columns, "_score"]).limit(limit)
         if where:
@@ -91,5 +94,12 @@ class FullTextSearch:
         except Exception as exc:
             raise StorageError(f"keyword search failed: {exc}") from exc
         scores = [float(s) for s in table.column("_score").to_pylist()]
+        if from_copy:
+            ids = table.column("id").to_pylist()
+            records = self.get_many(ids, with_vectors=with_vectors)
+            if len(records) == len(ids):
+                return list(zip(records, scores, strict=True))
+            found = {r.id: r for r in records}  # a row deleted since the search: left out
+            return [(found[i], score) for i, score in zip(ids, scores, strict=True) if i in found]
         records = self._with_accesses(rows_to_records(table.drop_columns(["_score"])))
         return list(zip(records, scores, strict=True))
