@@ -1,119 +1,269 @@
-"""Conversation-aware recall ranking over a candidate set (draft for the study)."""
+"""Conversation-aware recall ranking over a candidate set (issue 16).
+
+The server retrieves candidates itself, then calls `rank` on arrays describing them:
+
+(a) vector search: the top K_v = 50 memories by cosine similarity to the query;
+(b) keyword search: the top K_k = 100 memories by BM25 (LanceDB full-text search), with raw scores;
+(c) when memories carry conversation structure: the memories at sequence -2..+2 in the same session as each
+    keyword hit (a scalar lookup), with their vectors so that their similarity to the query is known;
+(d) `rank` scores the union (about 300 memories with structure, 125 without) and returns it best first.
+
+Score of a candidate (each term is within [0, 1] before its weight; defaults in `RankingParams`)::
+
+    v     = min-max of the cosine similarity over the candidates
+    v    += reply_share * v[the turn before], if that turn asks a question; then / max     (structure)
+    k     = (bm25 / best bm25) ** keyword_power; 0 if the keyword search did not return it
+    k    += after[d-1] * k[turn d before] + before[d-1] * k[turn d after], d = 1, 2; / max  (structure)
+    k    += semantic_share * k of the closest keyword hit in meaning, weighted; / max   (no structure)
+    score = alpha * v + (1 - alpha) * k
+          + cue_weight     * (speaker cue + time cue + date cue)
+          + prior_weight   * (length factor - asks a question)
+          + session_weight * best other score in the same session / best score           (structure)
+
+Why each term:
+
+- Normalised score fusion rather than reciprocal-rank fusion keeps how far apart the scores are: a memory far
+  ahead on one side stays ahead. BM25 is squared after scaling so that weak keyword hits (one common word)
+  count little, above all once they are passed on to neighbours.
+- Neighbours: questions about a conversation often paraphrase the turn *before* the answer ("Is taking care
+  of them hard?", then the answer), so a keyword hit passes part of its score to the turns after it, and less
+  to the turns before it. Replies: likewise, a question in the conversation that resembles the query passes
+  part of its similarity to the next turn, which answers it.
+- Without structure, a memory's nearest keyword hit in meaning stands in for its conversation neighbours.
+- Speaker cue: the query names one of the conversation's speakers ("What did Caroline research?"): that
+  speaker's memories. Not applied when the query names every speaker present.
+- Time cue: a "when ..." question, and a memory whose text refers to a time ("yesterday", "last week",
+  "in May"): those are the memories that date events.
+- Date cue: the query names a calendar period ("in July 2023", "on 1 May, 2022"): memories that occurred in
+  it or up to `date_slack_days` after it (people tell of an event after it happened).
+- Prior: long memories carry the facts asked about; short ones and questions ("How was it?") rarely do.
+- Session support: the memories asked about cluster in sessions; a candidate whose session holds another
+  strong candidate gains a little.
+
+Without conversation structure (no session / sequence / speaker / occurred_at) the structure terms drop out
+and the rest applies unchanged. Pure numpy and the standard library: no I/O, no model.
+"""
 
 from __future__ import annotations
 
 import math
 import re
-from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from .keywords import STOPWORDS
+__all__ = [
+    "DEFAULT_PARAMS",
+    "CandidateArrays",
+    "DatePeriod",
+    "QueryFeatures",
+    "RankingParams",
+    "asks_question",
+    "mentions_time",
+    "query_features",
+    "query_period",
+    "rank",
+    "word_counts",
+]
 
 # ---------------------------------------------------------------------------------------------
 # query features
 
 _TEMPORAL_QUERY = re.compile(
-    r"^\s*when\b|\bwhat (?:year|month|day|date|time)\b|\bwhich (?:year|month|day|date)\b|\bhow long ago\b"
-    r"|\bhow long (?:has|have|had|did|was|were)\b|\bwhat time\b",
+    r"^\W*when\b|\b(?:what|which) (?:year|month|day|date|time|week|weekend)\b|\bhow long (?:ago|has|have|had|did)\b"
+    r"|\bsince when\b",
     re.IGNORECASE,
 )
 _MONTHS = {
-    m: i + 1
-    for i, m in enumerate(
-        "january february march april may june july august september october november december".split()
+    name: number
+    for number, name in enumerate(
+        "january february march april may june july august september october november december".split(), start=1
     )
 }
-_MONTH_ALT = "|".join(_MONTHS)
-# "October 13, 2023", "13 October 2023", "1 February, 2023", "July 2023", "in June", "in 2023"
-_DATE_MDY = re.compile(rf"\b({_MONTH_ALT})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.IGNORECASE)
-_DATE_DMY = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_ALT}),?\s+(\d{{4}})\b", re.IGNORECASE)
-_DATE_MY = re.compile(rf"\b({_MONTH_ALT}),?\s+(\d{{4}})\b", re.IGNORECASE)
-_DATE_M = re.compile(rf"\b(?:in|during|of|since|early|late|mid|last|this)\s+({_MONTH_ALT})\b", re.IGNORECASE)
-_DATE_Y = re.compile(r"\b(?:in|during|of|since)\s+((?:19|20)\d\d)\b", re.IGNORECASE)
+_MONTH = "|".join(_MONTHS)
+_ORD = r"(?:st|nd|rd|th)?"
+# "October 13, 2023" / "13 October 2023" / "1 February, 2023"
+_DATE_MDY = re.compile(rf"\b({_MONTH})\.?\s+(\d{{1,2}}){_ORD},?\s+((?:19|20)\d\d)\b", re.IGNORECASE)
+_DATE_DMY = re.compile(rf"\b(\d{{1,2}}){_ORD}\s+(?:of\s+)?({_MONTH}),?\s+((?:19|20)\d\d)\b", re.IGNORECASE)
+# "July 2023" / "in June" (a month without a year needs a preposition: "may" alone is mostly a verb)
+_DATE_MY = re.compile(rf"\b({_MONTH}),?\s+((?:19|20)\d\d)\b", re.IGNORECASE)
+_DATE_M = re.compile(rf"\b(?:in|during|since|early|late|mid)[\s-]+({_MONTH})\b", re.IGNORECASE)
+_DATE_Y = re.compile(r"\b(?:in|during|since)\s+((?:19|20)\d\d)\b", re.IGNORECASE)
 
-# Relative or explicit time references inside a memory's own text (not a leading "(date) " stamp).
+# A time reference inside a memory's own words; a leading "(...)" stamp is the capture's date, not one.
+_WEEKDAY = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
 _TIME_REF = re.compile(
-    r"\b(?:yesterday|tomorrow|tonight|last night|ago|recently|lately|the other day|earlier this"
-    r"|(?:last|next|this|past|previous|coming|few|couple of|upcoming)\s+(?:\w+\s+)?"
-    r"(?:week|weekend|month|year|summer|winter|spring|fall|autumn|night|day|days|weeks|months|years|friday|saturday"
-    r"|sunday|monday|tuesday|wednesday|thursday)s?"
-    rf"|(?:in|on|since|until|by)\s+(?:(?:early|late|mid)\s+)?(?:{_MONTH_ALT}|(?:19|20)\d\d)"
-    r"|monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b",
-    re.IGNORECASE,
-)
+    r"\b(?:yesterday|tomorrow|tonight|last night|ago|recently|lately|the other day|earlier today"
+    r"|(?:last|next|this|past|previous|coming|upcoming|few|couple of)\s+(?:\w+\s+)?"
+    rf"(?:weeks?|weekends?|months?|years?|summer|winter|spring|fall|autumn|nights?|days?|{_WEEKDAY})"
+    rf"|(?:in|on|since|until|by|during)\s+(?:(?:early|late|mid)\s+)?(?:{_MONTH}|(?:19|20)\d\d)\b"
+    rf"|{_WEEKDAY})\b"
+)  # matched against lowercased text: faster than IGNORECASE
 _LEADING_STAMP = re.compile(r"^\s*\([^)]{0,80}\)\s*")
+_NAME_WORDS = re.compile(r"[^\W_]+")
 
 
 @dataclass(frozen=True)
 class DatePeriod:
-    """A calendar period named by the query: year and/or month and/or day (None = unnamed)."""
+    """A calendar period named by a query; None where the query does not say (no year: any year)."""
 
     year: int | None
-    month: int | None
+    month: int | None = None
     day: int | None = None
 
 
 @dataclass(frozen=True)
 class QueryFeatures:
+    """What the query says about who and when (build it with `query_features`).
+
+    speakers: lowercased names of the conversation's speakers that the query names.
+    temporal: a question about when ("When did ...", "What year ...", "How long ago ...").
+    period: a calendar period the query names, or None.
+    """
+
     text: str
-    speakers: frozenset[str] = frozenset()  # lowercased names of the speakers the query names
+    speakers: frozenset[str] = frozenset()
     temporal: bool = False
     period: DatePeriod | None = None
 
 
+def _day(year: int, month: int, day: int) -> DatePeriod:
+    """The day, or its whole month when the day cannot be in it."""
+    days = (31, 29 if year % 4 == 0 and (year % 100 != 0 or year % 400 == 0) else 28, 31, 30, 31, 30, 31, 31, 30)
+    days += (31, 30, 31)
+    return DatePeriod(year, month, day if 1 <= day <= days[month - 1] else None)
+
+
 def query_period(text: str) -> DatePeriod | None:
-    for pattern, order in ((_DATE_MDY, "mdy"), (_DATE_DMY, "dmy")):
-        m = pattern.search(text)
-        if m:
-            g = dict(zip(order, m.groups(), strict=True))
-            return DatePeriod(int(g["y"]), _MONTHS[g["m"].lower()], int(g["d"]))
-    m = _DATE_MY.search(text)
-    if m:
+    """The first calendar period the text names: a day, a month (of a year or of any year), or a year."""
+    if m := _DATE_MDY.search(text):
+        return _day(int(m.group(3)), _MONTHS[m.group(1).lower()], int(m.group(2)))
+    if m := _DATE_DMY.search(text):
+        return _day(int(m.group(3)), _MONTHS[m.group(2).lower()], int(m.group(1)))
+    if m := _DATE_MY.search(text):
         return DatePeriod(int(m.group(2)), _MONTHS[m.group(1).lower()])
-    m = _DATE_M.search(text)
-    if m and not (m.group(1).lower() == "may" and not re.search(r"\bin may\b", text, re.IGNORECASE)):
+    if m := _DATE_M.search(text):
         return DatePeriod(None, _MONTHS[m.group(1).lower()])
-    m = _DATE_Y.search(text)
-    if m:
-        return DatePeriod(int(m.group(1)), None)
+    if m := _DATE_Y.search(text):
+        return DatePeriod(int(m.group(1)))
     return None
 
 
-def query_features(text: str, speakers: Sequence[str] = ()) -> QueryFeatures:
-    """What the query says about who and when: named speakers, a 'when' question, a named period."""
-    words = {w.lower() for w in re.findall(r"[^\W_]+", text)}
-    named = frozenset(s.lower() for s in speakers if s and s.lower() in words)
+def query_features(text: str, speakers: Iterable[str | None] = ()) -> QueryFeatures:
+    """Features of a query. `speakers`: the speaker names known among the candidates (or the namespace);
+    empty when memories carry no speaker, which turns the speaker cue off."""
+    words = {w.lower() for w in _NAME_WORDS.findall(text or "")}
+    named = set()
+    for s in speakers:
+        if isinstance(s, str) and s.strip():
+            parts = [p.lower() for p in _NAME_WORDS.findall(s)]
+            if parts and all(p in words for p in parts):
+                named.add(s.strip().lower())
     return QueryFeatures(
-        text=text,
-        speakers=named,
-        temporal=bool(_TEMPORAL_QUERY.search(text)),
-        period=query_period(text),
+        text=text or "",
+        speakers=frozenset(named),
+        temporal=bool(_TEMPORAL_QUERY.search(text or "")),
+        period=query_period(text or ""),
     )
 
 
-def mentions_time(texts: Sequence[str]) -> np.ndarray:
-    """Per text: does it refer to a time (yesterday, last week, in May, 2022 ...)? A leading "(...)" stamp is
-    the capture's own date and does not count."""
-    return np.array([bool(_TIME_REF.search(_LEADING_STAMP.sub("", t or ""))) for t in texts], dtype=bool)
+# ---------------------------------------------------------------------------------------------
+# text features of candidates (cheap enough per query; a server may also keep them with the memory)
+
+
+def mentions_time(texts: Iterable[str | None]) -> np.ndarray:
+    """Per text: does it refer to a time ("yesterday", "last week", "in May", "since 2020", a weekday)?
+    A leading "(...)" stamp is the capture's own date and does not count."""
+    stamp, pattern = _LEADING_STAMP.sub, _TIME_REF.search
+    return np.array([pattern(stamp("", (t or "").lower(), count=1)) is not None for t in texts], dtype=bool)
+
+
+def asks_question(texts: Iterable[str | None]) -> np.ndarray:
+    """Per text: does it ask a question (contains "?")?"""
+    return np.array(["?" in (t or "") for t in texts], dtype=bool)
+
+
+def word_counts(texts: Iterable[str | None]) -> np.ndarray:
+    """Per text: its length in whitespace-separated words."""
+    return np.array([len((t or "").split()) for t in texts], dtype=np.float64)
 
 
 # ---------------------------------------------------------------------------------------------
 # candidates
 
 
+def _floats(values: object, n: int, name: str) -> np.ndarray:
+    if values is None:
+        return np.full(n, np.nan)
+    arr = np.array(values, dtype=np.float64).reshape(-1)
+    if arr.shape[0] != n:
+        raise ValueError(f"{name} has {arr.shape[0]} entries for {n} candidates")
+    return arr
+
+
+def _bools(values: object, n: int, name: str) -> np.ndarray:
+    if values is None:
+        return np.zeros(n, dtype=bool)
+    arr = np.array(values, dtype=bool).reshape(-1)
+    if arr.shape[0] != n:
+        raise ValueError(f"{name} has {arr.shape[0]} entries for {n} candidates")
+    return arr
+
+
+def _codes(values: object, n: int, name: str) -> np.ndarray:
+    """Integers as given (negative = unknown); anything else (e.g. session id strings) factorised, None = -1."""
+    if values is None:
+        return np.full(n, -1, dtype=np.int64)
+    items = list(values)  # type: ignore[call-overload]
+    if len(items) != n:
+        raise ValueError(f"{name} has {len(items)} entries for {n} candidates")
+    if all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in items):
+        return np.array(items, dtype=np.int64).reshape(-1)
+    seen: dict[object, int] = {}
+    out = np.full(n, -1, dtype=np.int64)
+    for i, x in enumerate(items):
+        if x is None or (isinstance(x, float) and math.isnan(x)) or (isinstance(x, (int, np.integer)) and x < 0):
+            continue
+        out[i] = seen.setdefault(x, len(seen))
+    return out
+
+
+def _vectors(values: np.ndarray | None, n: int) -> np.ndarray | None:
+    if values is None:
+        return None
+    arr = np.asarray(values, dtype=np.float32)
+    if arr.ndim != 2 or arr.shape[0] != n:
+        raise ValueError(f"vectors must be an (n, d) array for {n} candidates, got shape {arr.shape}")
+    return np.nan_to_num(arr, nan=0.0, posinf=0.0, neginf=0.0)
+
+
 @dataclass(frozen=True)
 class CandidateArrays:
+    """One entry per candidate memory, all the same length n (build with `build` or `from_texts`).
+
+    similarity: cosine similarity to the query (NaN = unknown, ranks as the least similar).
+    bm25: raw BM25 score from the keyword search; NaN (or <= 0) when the keyword search did not return it.
+    session: session code (>= 0) or -1; sequence: order within the session (>= 0) or -1.
+    speaker: lowercased speaker name, "" when unknown.
+    occurred_at: when it happened, UTC epoch seconds, NaN when unknown.
+    words: length of the memory's text in words (NaN = unknown, no length prior).
+    question: the memory's text asks a question.
+    time_ref: the memory's text refers to a time (`mentions_time`).
+    vectors: the candidates' unit embedding vectors (n x d), or None; used only for memories without
+        conversation structure (their neighbours in meaning stand in for their neighbours in the conversation).
+    """
+
     similarity: np.ndarray
     bm25: np.ndarray
-    bm25_expansion: np.ndarray
     session: np.ndarray
     sequence: np.ndarray
-    speaker: np.ndarray  # object array of lowercased names or None
+    speaker: np.ndarray
     occurred_at: np.ndarray
+    words: np.ndarray
+    question: np.ndarray
     time_ref: np.ndarray
+    vectors: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.similarity.shape[0])
@@ -123,299 +273,316 @@ class CandidateArrays:
         cls,
         similarity: Sequence[float] | np.ndarray,
         bm25: Sequence[float] | np.ndarray | None = None,
-        bm25_expansion: Sequence[float] | np.ndarray | None = None,
-        session: Sequence[int] | np.ndarray | None = None,
+        *,
+        session: Sequence[object] | np.ndarray | None = None,
         sequence: Sequence[int] | np.ndarray | None = None,
         speaker: Sequence[str | None] | None = None,
         occurred_at: Sequence[float] | np.ndarray | None = None,
+        words: Sequence[float] | np.ndarray | None = None,
+        question: Sequence[bool] | np.ndarray | None = None,
         time_ref: Sequence[bool] | np.ndarray | None = None,
+        vectors: np.ndarray | None = None,
     ) -> CandidateArrays:
-        sim = np.asarray(similarity, dtype=np.float64).reshape(-1)
+        """Arrays from per-candidate values; None = unknown for every candidate. `session` may hold ints
+        (negative = unknown) or ids of any hashable kind such as "conv-26/S3" (None = unknown)."""
+        sim = np.array(similarity, dtype=np.float64).reshape(-1)
         n = sim.shape[0]
-
-        def floats(a: object) -> np.ndarray:
-            if a is None:
-                return np.full(n, np.nan)
-            arr = np.asarray(a, dtype=np.float64).reshape(-1)
-            if arr.shape[0] != n:
-                raise ValueError("candidate arrays must have the same length")
-            return arr
-
-        def ints(a: object) -> np.ndarray:
-            if a is None:
-                return np.full(n, -1, dtype=np.int64)
-            arr = np.asarray(a, dtype=np.int64).reshape(-1)
-            if arr.shape[0] != n:
-                raise ValueError("candidate arrays must have the same length")
-            return arr
-
-        spk = np.full(n, None, dtype=object)
-        if speaker is not None:
+        sequence_arr = _floats(sequence, n, "sequence")
+        seq = np.where(np.isfinite(sequence_arr) & (sequence_arr >= 0), sequence_arr, -1).astype(np.int64)
+        if speaker is None:
+            spk = np.full(n, "", dtype=str)
+        else:
             if len(speaker) != n:
-                raise ValueError("candidate arrays must have the same length")
-            spk[:] = [s.lower() if isinstance(s, str) and s else None for s in speaker]
-        tr = np.zeros(n, bool) if time_ref is None else np.asarray(time_ref, dtype=bool).reshape(-1)
-        if tr.shape[0] != n:
-            raise ValueError("candidate arrays must have the same length")
+                raise ValueError(f"speaker has {len(speaker)} entries for {n} candidates")
+            spk = np.array([s.strip().lower() if isinstance(s, str) else "" for s in speaker], dtype=str)
+            spk = spk.reshape(n)
         return cls(
-            sim, floats(bm25), floats(bm25_expansion), ints(session), ints(sequence), spk, floats(occurred_at), tr
+            similarity=sim,
+            bm25=_floats(bm25, n, "bm25"),
+            session=_codes(session, n, "session"),
+            sequence=seq,
+            speaker=spk,
+            occurred_at=_floats(occurred_at, n, "occurred_at"),
+            words=_floats(words, n, "words"),
+            question=_bools(question, n, "question"),
+            time_ref=_bools(time_ref, n, "time_ref"),
+            vectors=_vectors(vectors, n),
         )
+
+    @classmethod
+    def from_texts(
+        cls,
+        similarity: Sequence[float] | np.ndarray,
+        texts: Sequence[str | None],
+        bm25: Sequence[float] | np.ndarray | None = None,
+        **structure: object,
+    ) -> CandidateArrays:
+        """`build`, with words / question / time_ref computed from the candidates' texts."""
+        if len(texts) != len(similarity):
+            raise ValueError(f"texts has {len(texts)} entries for {len(similarity)} candidates")
+        return cls.build(
+            similarity,
+            bm25,
+            words=word_counts(texts),
+            question=asks_question(texts),
+            time_ref=mentions_time(texts),
+            **structure,  # type: ignore[arg-type]
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# parameters
 
 
 @dataclass(frozen=True)
 class RankingParams:
+    """Weights of `rank`. Defaults: alpha, cue_weight and prior_weight are the best point of the grid of
+    benchmarks/ranking_study.py on the 5 LoCoMo dev conversations (results/ranking_study.json, with the
+    leave-one-conversation-out figures); the other values were fixed while designing the ranking on the same
+    conversations. Without structure only alpha, keyword_power, cue_weight (time cue), prior_weight,
+    length_range and the semantic_* values matter.
+
+    alpha: weight of the vector side; 1 - alpha goes to the keyword side.
+    keyword_power: the keyword side is (bm25 / best bm25) ** keyword_power.
+    after: share of a keyword hit's score passed to the turns 1, 2, ... after it in its session.
+    before: share passed to the turns 1, 2, ... before it.
+    cue_weight: added per matching cue (speaker named, time asked, date named).
+    prior_weight: weight of (length factor - asks a question); the length factor rises from 0 at
+        length_range[0] words to 1 at length_range[1] words, on a log scale.
+    session_weight: weight of the best other score in the candidate's session (relative to the best score).
+    date_slack_days: a named period also covers this many days after its end.
+    reply_share: the turn right after a turn that asks a question (its reply) receives this share of the
+        question's vector score: a question in the conversation that resembles the query is answered next.
+    semantic_share: for a memory without conversation structure, the share of the keyword score of the
+        most similar keyword hit it receives, scaled by how far their cosine similarity exceeds
+        semantic_floor (needs CandidateArrays.vectors).
+    """
+
     alpha: float = 0.5
-    expansion_weight: float = 0.0
-    neighbour_weights: tuple[float, ...] = (0.5, 0.25)
-    neighbour_mode: str = "sum"  # sum | max
-    neighbour_forward: float = 1.0  # multiplier for a hit's *later* neighbours (answer after the question)
-    vector_neighbours: float = 0.0
-    sim_norm: str = "minmax"
-    speaker_boost: float = 0.0
-    time_boost: float = 0.0
-    date_boost: float = 0.0
+    keyword_power: float = 2.0
+    after: tuple[float, ...] = (0.75, 0.375)
+    before: tuple[float, ...] = (0.5, 0.25)
+    cue_weight: float = 0.2
+    prior_weight: float = 0.1
+    session_weight: float = 0.1
     date_slack_days: float = 31.0
-    session_boost: float = 0.0
-    session_mode: str = "max"
-    renorm: bool = True
+    length_range: tuple[float, float] = (8.0, 64.0)
+    reply_share: float = 0.3
+    semantic_share: float = 0.5
+    semantic_floor: float = 0.3
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.alpha <= 1.0:
+            raise ValueError("alpha must be within [0, 1]")
+        if self.keyword_power <= 0:
+            raise ValueError("keyword_power must be > 0")
+        if any(w < 0 for w in (*self.after, *self.before)):
+            raise ValueError("neighbour shares must be >= 0")
+        weights = (self.cue_weight, self.prior_weight, self.session_weight, self.reply_share, self.semantic_share)
+        if min(*weights, self.date_slack_days) < 0:
+            raise ValueError("weights must be >= 0")
+        if not -1.0 <= self.semantic_floor < 1.0:
+            raise ValueError("semantic_floor must be within [-1, 1)")
+        if not 0 < self.length_range[0] < self.length_range[1]:
+            raise ValueError("length_range must be (low, high) with 0 < low < high")
 
 
-def _scale_max(x: np.ndarray) -> np.ndarray:
-    """x / max(x), NaN and negatives as 0; all-zero stays zero."""
-    y = np.where(np.isfinite(x), x, 0.0)
-    y = np.maximum(y, 0.0)
-    hi = y.max() if y.size else 0.0
-    return y / hi if hi > 0 else np.zeros_like(y)
-
-
-def _norm_sim(sim: np.ndarray, mode: str) -> np.ndarray:
-    s = np.where(np.isfinite(sim), sim, np.nan)
-    if not np.isfinite(s).any():
-        return np.zeros_like(s)
-    hi = np.nanmax(s)
-    if mode == "minmax":
-        lo = np.nanmin(s)
-    elif mode == "median":
-        lo = np.nanmedian(s)
-    elif mode == "zero":
-        lo = 0.0
-    else:
-        raise ValueError(mode)
-    out = (s - lo) / (hi - lo) if hi > lo else np.ones_like(s)
-    return np.clip(np.nan_to_num(out, nan=0.0), 0.0, 1.0)
-
-
-def _neighbour_index(session: np.ndarray, sequence: np.ndarray, offset: int) -> np.ndarray:
-    """For each candidate, the index of the candidate at sequence + offset in the same session, or -1."""
-    n = session.shape[0]
-    known = (session >= 0) & (sequence >= 0)
-    out = np.full(n, -1, dtype=np.int64)
-    if not known.any():
-        return out
-    idx = np.flatnonzero(known)
-    key = session[idx] * (1 << 32) + sequence[idx]
-    order = np.argsort(key, kind="stable")
-    skey = key[order]
-    target = key + offset
-    pos = np.searchsorted(skey, target)
-    pos_c = np.minimum(pos, skey.shape[0] - 1)
-    hit = skey[pos_c] == target
-    out[idx[hit]] = idx[order[pos_c[hit]]]
-    return out
-
-
-def _propagate(x: np.ndarray, session: np.ndarray, sequence: np.ndarray, p: RankingParams) -> np.ndarray:
-    out = x.copy()
-    for d, w in enumerate(p.neighbour_weights, start=1):
-        if w == 0:
-            continue
-        for off in (-d, d):
-            nb = _neighbour_index(session, sequence, off)
-            # a candidate at sequence s takes from its neighbour at s + off; if off < 0 the neighbour came
-            # before it, i.e. this candidate follows a hit
-            ww = w * (p.neighbour_forward if off < 0 else 1.0)
-            val = np.where(nb >= 0, x[np.maximum(nb, 0)], 0.0) * ww
-            if p.neighbour_mode == "sum":
-                out = out + val
-            else:
-                out = np.maximum(out, val)
-    return out
-
-
-def _date_match(occurred: np.ndarray, period: DatePeriod, slack_days: float) -> np.ndarray:
-    ok = np.isfinite(occurred)
-    res = np.zeros(occurred.shape[0], bool)
-    if not ok.any():
-        return res
-    t = occurred[ok].astype("int64").astype("datetime64[s]")
-    years = t.astype("datetime64[Y]").astype(np.int64) + 1970
-    slack = np.timedelta64(int(slack_days * 86400), "s")
-    match = np.zeros(t.shape[0], bool)
-    cand_years = [years, years - 1] if period.year is None else [np.full_like(years, period.year)]
-    for y in cand_years:
-        if period.month is None:
-            start = (y - 1970).astype("datetime64[Y]").astype("datetime64[s]")
-            end = (y - 1970 + 1).astype("datetime64[Y]").astype("datetime64[s]")
-        else:
-            m = (y - 1970) * 12 + period.month - 1
-            start_m = m.astype("datetime64[M]")
-            if period.day is None:
-                start = start_m.astype("datetime64[s]")
-                end = (start_m + 1).astype("datetime64[s]")
-            else:
-                start = start_m.astype("datetime64[D]").astype("datetime64[s]") + np.timedelta64(
-                    (period.day - 1) * 86400, "s"
-                )
-                end = start + np.timedelta64(86400, "s")
-        match |= (t >= start) & (t < end + slack)
-    res[ok] = match
-    return res
-
-
-def rank(
-    query: QueryFeatures, cands: CandidateArrays, params: RankingParams | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    p = params or RankingParams()
-    n = len(cands)
-    if n == 0:
-        return np.zeros(0, np.int64), np.zeros(0)
-    v = _norm_sim(cands.similarity, p.sim_norm)
-    k = _scale_max(cands.bm25)
-    if p.expansion_weight > 0:
-        k = _scale_max(k + p.expansion_weight * _scale_max(cands.bm25_expansion))
-    structured = bool(((cands.session >= 0) & (cands.sequence >= 0)).any())
-    if structured:
-        k = _propagate(k, cands.session, cands.sequence, p)
-        if p.renorm:
-            k = _scale_max(k)
-        if p.vector_neighbours > 0:
-            vp = p.vector_neighbours
-            v2 = _propagate(
-                v,
-                cands.session,
-                cands.sequence,
-                dataclass_replace(p, neighbour_weights=tuple(w * vp for w in p.neighbour_weights)),
-            )
-            v = np.maximum(v, v2 / max(v2.max(), 1e-12)) if p.neighbour_mode == "max" else v2 / max(v2.max(), 1e-12)
-    score = p.alpha * v + (1 - p.alpha) * k
-    if p.speaker_boost and query.speakers:
-        spk = np.array([s in query.speakers if s is not None else False for s in cands.speaker], bool)
-        known = np.array([s is not None for s in cands.speaker], bool)
-        present = {s for s in cands.speaker if s is not None}
-        if spk.any() and not present <= query.speakers:
-            score = score + p.speaker_boost * spk
-        del known
-    if p.time_boost and query.temporal:
-        score = score + p.time_boost * cands.time_ref
-    if p.date_boost and query.period is not None:
-        score = score + p.date_boost * _date_match(cands.occurred_at, query.period, p.date_slack_days)
-    if p.session_boost and structured:
-        score = score + p.session_boost * _session_support(score, cands.session, p.session_mode)
-    order = np.lexsort((np.arange(n), -np.nan_to_num(cands.similarity, nan=-np.inf), -score))
-    return order, score
-
-
-def _session_support(score: np.ndarray, session: np.ndarray, mode: str) -> np.ndarray:
-    known = session >= 0
-    out = np.zeros_like(score)
-    if not known.any():
-        return out
-    uniq, inv = np.unique(session[known], return_inverse=True)
-    s = score[known]
-    hi = score.max() if score.max() > 0 else 1.0
-    if mode == "max":
-        # best *other* score in the session
-        best = np.full(uniq.shape[0], -np.inf)
-        np.maximum.at(best, inv, s)
-        # second best for the argmax members
-        order = np.lexsort((-s, inv))
-        second = np.full(uniq.shape[0], 0.0)
-        first_pos = np.r_[0, np.flatnonzero(np.diff(inv[order])) + 1]
-        counts = np.bincount(inv, minlength=uniq.shape[0])
-        has2 = counts[inv[order][first_pos]] > 1
-        second_vals = np.zeros(first_pos.shape[0])
-        second_vals[has2] = s[order][first_pos[has2] + 1]
-        second[inv[order][first_pos]] = second_vals
-        other = np.where(s >= best[inv], second[inv], best[inv])
-        out[known] = np.maximum(other, 0) / hi
-    elif mode == "sum":
-        tot = np.bincount(inv, weights=np.maximum(s, 0))
-        out[known] = (tot[inv] - np.maximum(s, 0)) / hi
-        out = out / max(out.max(), 1e-12)
-    return out
-
-
-def dataclass_replace(p: RankingParams, **kw: object) -> RankingParams:
-    import dataclasses
-
-    return dataclasses.replace(p, **kw)
+DEFAULT_PARAMS = RankingParams()
 
 
 # ---------------------------------------------------------------------------------------------
-# RM3
-
-_WORD = re.compile(r"[^\W_][\w'\-]*[^\W_]|[^\W_]")
+# ranking
 
 
-def _terms(text: str) -> list[str]:
-    text = _LEADING_STAMP.sub("", text.lower().replace("\u2019", "'"))
-    out = []
-    for w in _WORD.findall(text):
-        w = re.sub(r"'s$", "", w)
-        if len(w) >= 3 and w not in STOPWORDS and not w.isdigit():
-            out.append(w)
+def _minmax(x: np.ndarray) -> np.ndarray:
+    """Min-max scale of the finite entries to [0, 1]; non-finite entries 0; all-equal finite entries 1."""
+    out = np.zeros(x.shape[0])
+    ok = np.isfinite(x)
+    if not ok.any():
+        return out
+    lo, hi = x[ok].min(), x[ok].max()
+    out[ok] = (x[ok] - lo) / (hi - lo) if hi > lo else 1.0
     return out
 
 
-def expansion_query(
-    query: str,
-    hit_texts: Sequence[str],
-    hit_scores: Sequence[float] | np.ndarray | None = None,
-    *,
-    terms: int = 10,
-    exclude: Sequence[str] = (),
-) -> str:
-    """RM3 expansion terms from the top keyword hits (relevance model RM1 weights), query terms excluded."""
-    if not hit_texts or terms <= 0:
-        return ""
-    scores = np.ones(len(hit_texts)) if hit_scores is None else np.asarray(hit_scores, dtype=np.float64)
-    scores = np.where(np.isfinite(scores) & (scores > 0), scores, 0.0)
-    if scores.sum() <= 0:
-        scores = np.ones(len(hit_texts))
-    scores = scores / scores.sum()
-    qterms = {_stem(t) for t in _terms(query)} | {_stem(e.lower()) for e in exclude}
-    weight: Counter[str] = Counter()
-    surface: dict[str, str] = {}
-    for text, s in zip(hit_texts, scores, strict=False):
-        ts = _terms(text)
-        if not ts:
-            continue
-        for t, c in Counter(ts).items():
-            st = _stem(t)
-            if st in qterms:
-                continue
-            weight[st] += s * c / len(ts)
-            surface.setdefault(st, t)
-    best = sorted(weight.items(), key=lambda kv: (-kv[1], kv[0]))[:terms]
-    return " ".join(surface[st] for st, _ in best)
+def _keyword(bm25: np.ndarray, power: float) -> np.ndarray:
+    """(bm25 / best) ** power; 0 for non-hits (NaN, <= 0)."""
+    b = np.where(np.isfinite(bm25) & (bm25 > 0), bm25, 0.0)
+    hi = b.max() if b.size else 0.0
+    return (b / hi) ** power if hi > 0 else np.zeros_like(b)
 
 
-def _stem(word: str) -> str:
-    for suf in ("ing", "ed", "es", "s"):
-        if len(word) > len(suf) + 3 and word.endswith(suf):
-            return word[: -len(suf)]
-    return word
+def _neighbours(session: np.ndarray, sequence: np.ndarray, offsets: Iterable[int]) -> dict[int, np.ndarray]:
+    """For each offset: per candidate, the index of the candidate at sequence + offset in its session, or -1."""
+    n = session.shape[0]
+    known = np.flatnonzero((session >= 0) & (sequence >= 0))
+    out = {}
+    if known.size == 0:
+        return {offset: np.full(n, -1, dtype=np.int64) for offset in offsets}
+    _, group = np.unique(session[known], return_inverse=True)  # small codes: the key cannot overflow
+    key = group.astype(np.int64) * (1 << 32) + sequence[known]
+    order = np.argsort(key, kind="stable")
+    sorted_key = key[order]
+    last = sorted_key.shape[0] - 1
+    for offset in offsets:
+        target = key + offset
+        pos = np.minimum(np.searchsorted(sorted_key, target), last)
+        found = sorted_key[pos] == target
+        idx = np.full(n, -1, dtype=np.int64)
+        idx[known[found]] = known[order[pos[found]]]
+        out[offset] = idx
+    return out
 
 
-__all__ = [
-    "CandidateArrays",
-    "DatePeriod",
-    "QueryFeatures",
-    "RankingParams",
-    "expansion_query",
-    "mentions_time",
-    "query_features",
-    "rank",
-]
+def _shares(p: RankingParams) -> dict[int, float]:
+    """Neighbour offset -> share of its keyword score: offset -d is the turn d before (so the candidate is
+    d turns after that hit: after[d - 1]); offset +d the turn d after (before[d - 1])."""
+    shares = {-d: w for d, w in enumerate(p.after, start=1) if w > 0}
+    shares.update({d: w for d, w in enumerate(p.before, start=1) if w > 0})
+    return shares
 
-_ = (math, field)
+
+def _propagate(k: np.ndarray, neighbours: dict[int, np.ndarray], shares: dict[int, float]) -> np.ndarray:
+    """k plus the shares of the keyword scores of the candidate's neighbours, scaled back to max 1."""
+    out = k.copy()
+    for offset, share in shares.items():
+        nb = neighbours[offset]
+        has = nb >= 0
+        out[has] += share * k[nb[has]]
+    hi = out.max()
+    return out / hi if hi > 0 else out
+
+
+def _replies(v: np.ndarray, previous: np.ndarray, question: np.ndarray, share: float) -> np.ndarray:
+    """v plus, for the turn right after a question, share x the question's v; scaled back to max 1."""
+    has = previous >= 0
+    has[has] = question[previous[has]]
+    if not has.any():
+        return v
+    out = v.copy()
+    out[has] += share * v[previous[has]]
+    hi = out.max()
+    return out / hi if hi > 0 else out
+
+
+SEMANTIC_SOURCES = 10
+
+
+def _semantic(k: np.ndarray, receivers: np.ndarray, vectors: np.ndarray, p: RankingParams) -> np.ndarray:
+    """k plus, for each receiver, semantic_share x the keyword score of its closest keyword hit in meaning,
+    weighted by (cos - floor) / (1 - floor) when positive; scaled back to max 1."""
+    sources = np.flatnonzero(k > 0)
+    if sources.size > SEMANTIC_SOURCES:  # the strongest hits only: small products stay off BLAS threading
+        sources = sources[np.argsort(-k[sources], kind="stable")[:SEMANTIC_SOURCES]]
+    takers = np.flatnonzero(receivers)
+    if sources.size == 0 or takers.size == 0:
+        return k
+    sim = vectors[takers] @ vectors[sources].T
+    sim[takers[:, None] == sources[None, :]] = -1.0  # not from itself
+    weight = np.clip((sim - p.semantic_floor) / (1.0 - p.semantic_floor), 0.0, 1.0)
+    out = k.copy()
+    out[takers] += p.semantic_share * (weight * k[sources][None, :]).max(axis=1)
+    hi = out.max()
+    return out / hi if hi > 0 else out
+
+
+def _date_match(occurred_at: np.ndarray, period: DatePeriod, slack_days: float) -> np.ndarray:
+    """Candidates that occurred within the period or up to slack_days after it."""
+    match = np.zeros(occurred_at.shape[0], dtype=bool)
+    ok = np.isfinite(occurred_at)
+    if not ok.any() or (period.year is None and period.month is None):
+        return match
+    t = np.floor(occurred_at[ok]).astype(np.int64).astype("datetime64[s]")
+    slack = np.timedelta64(int(round(slack_days * 86400)), "s")
+    year_of = t.astype("datetime64[Y]").astype(np.int64) + 1970
+    # no year named: the period in the candidate's own year or the year before
+    years = [np.full_like(year_of, period.year)] if period.year is not None else [year_of, year_of - 1]
+    hit = np.zeros(t.shape[0], dtype=bool)
+    for y in years:
+        if period.month is None:
+            start = (y - 1970).astype("datetime64[Y]")
+            start_s, end_s = start.astype("datetime64[s]"), (start + 1).astype("datetime64[s]")
+        else:
+            month = ((y - 1970) * 12 + period.month - 1).astype("datetime64[M]")
+            if period.day is None:
+                start_s, end_s = month.astype("datetime64[s]"), (month + 1).astype("datetime64[s]")
+            else:
+                day = month.astype("datetime64[D]") + (period.day - 1)
+                start_s, end_s = day.astype("datetime64[s]"), (day + 1).astype("datetime64[s]")
+        hit |= (t >= start_s) & (t < end_s + slack)
+    match[ok] = hit
+    return match
+
+
+def _session_support(score: np.ndarray, session: np.ndarray) -> np.ndarray:
+    """Per candidate: the best score of another candidate in its session / the best score overall (0 if
+    the session is unknown or the candidate is alone in it)."""
+    out = np.zeros(score.shape[0])
+    known = np.flatnonzero(session >= 0)
+    top = score.max() if score.size else 0.0
+    if known.size < 2 or top <= 0:
+        return out
+    s = np.maximum(score[known], 0.0)
+    _, group = np.unique(session[known], return_inverse=True)
+    order = np.lexsort((-s, group))  # by session (groups 0..G-1, all present), best first within it
+    g, v = group[order], s[order]
+    first = np.r_[True, g[1:] != g[:-1]]
+    starts = np.flatnonzero(first)
+    sizes = np.diff(np.r_[starts, g.shape[0]])
+    best = v[starts]
+    second = np.where(sizes > 1, v[np.minimum(starts + 1, g.shape[0] - 1)], 0.0)
+    support = np.empty(known.shape[0])
+    support[order] = np.where(first, second[g], best[g])
+    out[known] = support / top
+    return out
+
+
+def rank(
+    query: QueryFeatures, candidates: CandidateArrays, params: RankingParams = DEFAULT_PARAMS
+) -> tuple[np.ndarray, np.ndarray]:
+    """Rank the candidates: (order, scores). order holds candidate indices best first; scores[i] is the score
+    of candidate i (input order). Ties go to the higher similarity, then to the earlier candidate."""
+    p = params
+    n = len(candidates)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    c = candidates
+    v = _minmax(c.similarity)
+    k = _keyword(c.bm25, p.keyword_power)
+    placed = (c.session >= 0) & (c.sequence >= 0)
+    if placed.any():
+        shares = _shares(p)
+        neighbours = _neighbours(c.session, c.sequence, {*shares, -1})
+        if p.reply_share > 0:
+            v = _replies(v, neighbours[-1], c.question, p.reply_share)
+        if shares and k.any():
+            k = _propagate(k, neighbours, shares)
+    if c.vectors is not None and p.semantic_share > 0 and k.any() and not placed.all():
+        k = _semantic(k, ~placed, c.vectors, p)
+    score = p.alpha * v + (1.0 - p.alpha) * k
+
+    if p.cue_weight > 0:
+        cues = np.zeros(n)
+        if query.speakers:
+            present = set(np.unique(c.speaker[c.speaker != ""]).tolist())
+            if present and not present <= query.speakers:
+                cues += np.isin(c.speaker, list(query.speakers))
+        if query.temporal:
+            cues += c.time_ref
+        if query.period is not None:
+            cues += _date_match(c.occurred_at, query.period, p.date_slack_days)
+        score += p.cue_weight * cues
+
+    if p.prior_weight > 0:
+        lo, hi = p.length_range
+        words = np.where(np.isfinite(c.words) & (c.words > 0), c.words, lo)
+        length = np.clip(np.log(words / lo) / math.log(hi / lo), 0.0, 1.0)
+        length[~np.isfinite(c.words)] = 0.0
+        score += p.prior_weight * (length - c.question)
+
+    if p.session_weight > 0 and (c.session >= 0).any():
+        score += p.session_weight * _session_support(score, c.session)
+
+    similarity = np.where(np.isfinite(c.similarity), c.similarity, -np.inf)
+    order = np.lexsort((np.arange(n), -similarity, -score))
+    return order, score
