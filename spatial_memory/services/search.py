@@ -31,7 +31,8 @@ NEIGHBOUR_RADIUS = 2
 
 
 def search_depth(limit: int) -> int:
-    """Candidates each side (meaning, keywords) contributes before ranking."""
+    """Candidates the vector search contributes before ranking; the keyword search gives twice as many
+    (the ranking study: 100 keyword candidates for a top 10 find ~0.3 points more without structure)."""
     return min(max(limit * 5, 50), 500)
 
 
@@ -84,7 +85,7 @@ class SearchService(Service):
             ]
         depth = search_depth(limit)
         by_vector = store.search(query_vector, depth, flt, with_vectors=True) if alpha > 0.0 else []
-        by_keyword = store.fts_search(query, depth, flt, with_vectors=True)
+        by_keyword = store.fts_search(query, 2 * depth, flt, with_vectors=True)
         candidates = self._candidates(store, flt, [h.record for h in by_vector], [r for r, _ in by_keyword])
         if not candidates:
             return []

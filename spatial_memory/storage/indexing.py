@@ -68,7 +68,8 @@ def ensure_indexes(table, rows: int, policy: IndexPolicy) -> list[str]:
 
     done = []
     if rows >= policy.scalar_index_threshold:
-        for column, kind in (("id", "BTREE"), ("namespace", "BITMAP")):
+        # session_id: recall fetches the session neighbours of its keyword hits by it.
+        for column, kind in (("id", "BTREE"), ("namespace", "BITMAP"), ("session_id", "BTREE")):
             if not has_scalar_index(table, column):
                 table.create_scalar_index(column, index_type=kind)
                 done.append(f"{kind} index on {column}")
