@@ -7,7 +7,7 @@ import subprocess
 import sys
 import textwrap
 
-from spatial_memory.stdio_pipes import READ_CHUNK, PipeLines
+from spatial_memory.transport.stdio_pipes import READ_CHUNK, PipeLines
 
 
 def _lines(*chunks: bytes) -> list[str]:
@@ -41,7 +41,7 @@ def test_empty_input_ends_at_once():
 PIPE_SCRIPT = textwrap.dedent(
     """
     import asyncio, os, sys
-    from spatial_memory.stdio_pipes import pipe_streams, usable
+    from spatial_memory.transport.stdio_pipes import pipe_streams, usable
 
     async def main():
         assert usable()
@@ -73,7 +73,11 @@ def test_pipe_streams_own_the_wire_and_give_it_back(tmp_path):
 
 def test_only_pipes_take_the_event_loop_path(tmp_path):
     """A regular file (or terminal) on stdin is left to the SDK's own transport."""
-    probe = [sys.executable, "-c", "from spatial_memory.stdio_pipes import pipes_on_stdio; print(pipes_on_stdio())"]
+    probe = [
+        sys.executable,
+        "-c",
+        "from spatial_memory.transport.stdio_pipes import pipes_on_stdio; print(pipes_on_stdio())",
+    ]
     piped = subprocess.run(probe, input=b"", capture_output=True, timeout=60)
     assert piped.stdout.strip() == b"True"
     regular = tmp_path / "requests.jsonl"
