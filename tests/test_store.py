@@ -118,3 +118,28 @@ def test_new_tables_use_the_random_access_file_format(tmp_path):
         major, minor, magic = struct.unpack("<HH4s", path.read_bytes()[-8:])
         assert magic == b"LANC"
         assert f"{major}.{minor}" == DATA_STORAGE_VERSION == "2.1"
+
+
+def test_sequences_default_to_arrival_order_per_session_even_for_many_sessions(tmp_path):
+    """Records of a session given without a sequence follow its last one, in the order given; a batch
+    may name more sessions than one filter's IN list holds."""
+    import numpy as np
+
+    from spatial_memory.storage.filters import MAX_LIST_VALUES
+    from spatial_memory.storage.records import Conversation, MemoryRecord, new_id
+    from spatial_memory.storage.store import MemoryStore
+
+    store = MemoryStore(tmp_path / "db", "test-model", 4)
+    vector = np.array([1, 0, 0, 0], dtype=np.float32)
+
+    def record(session: str, sequence: int | None = None) -> MemoryRecord:
+        return MemoryRecord(new_id(), "text", conversation=Conversation(session, sequence), vector=vector)
+
+    store.add([record("a", 5), record("a"), record("b")])
+    store.add([record(f"s{i}") for i in range(MAX_LIST_VALUES + 5)] + [record("a"), record("b")])
+    rows = store.scan()
+    by_session: dict[str, list[int]] = {}
+    for r in rows:
+        by_session.setdefault(r.conversation.session_id, []).append(r.conversation.sequence)
+    assert sorted(by_session["a"]) == [5, 6, 7] and sorted(by_session["b"]) == [0, 1]
+    assert all(by_session[f"s{i}"] == [0] for i in range(MAX_LIST_VALUES + 5))

@@ -340,8 +340,8 @@ class RankingParams:
     benchmarks/ranking_study.py on three LoCoMo dev conversations only (conv-26, conv-30, conv-41), so the
     server's figures on conv-42 and conv-43 (benchmarks/run.py HELD_OUT) are out of sample for them; the
     other values were fixed while designing the ranking's form on all five dev conversations (the study's
-    leave-one-conversation-out figures say how much that matters). Without structure only alpha, keyword_power, cue_weight (time cue), prior_weight,
-    length_range and the semantic_* values matter.
+    leave-one-conversation-out figures say how much that matters). Without structure only alpha,
+    keyword_power, cue_weight (time cue), prior_weight, length_range and the semantic_* values matter.
 
     alpha: weight of the vector side; 1 - alpha goes to the keyword side.
     keyword_power: the keyword side is (bm25 / best bm25) ** keyword_power.

@@ -32,7 +32,7 @@ from ..errors import ConfigurationError, SpatialMemoryError, StorageError
 from .access_ledger import ACCESS_COLUMNS, AccessCounts, AccessLedger
 from .connection import LARGE_INDEX_CACHE_BYTES, SMALL_INDEX_CACHE_BYTES, connect
 from .exact_index import ExactIndex, ExactSearch, Written
-from .filters import Filter, both, build_filter, metadata_matches, session_windows
+from .filters import MAX_LIST_VALUES, Filter, both, build_filter, metadata_matches, session_windows
 from .fulltext import FullTextSearch
 from .indexing import IndexPolicy
 from .locking import INDEX_LOCK_FILE, LOCK_FILE, WRITE_ATTEMPTS, StoreLock, backoff, is_retryable
@@ -470,19 +470,20 @@ class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch):
 
     def last_sequences(self, sessions: Iterable[str]) -> dict[str, int]:
         """The highest sequence stored in each of these sessions (sessions without one left out)."""
-
         wanted = sorted(sessions)
-        table = self._scan(build_filter(filters={"session_id": {"in": wanted}}).sql, ["session_id", "sequence"])
-        if table.num_rows == 0:
-            return {}
-        grouped = table.group_by("session_id").aggregate([("sequence", "max")])
-        return {
-            session: int(top)
-            for session, top in zip(
-                grouped.column("session_id").to_pylist(), grouped.column("sequence_max").to_pylist(), strict=True
+        last: dict[str, int] = {}
+        for start in range(0, len(wanted), MAX_LIST_VALUES):  # one IN list holds at most that many
+            chunk = wanted[start : start + MAX_LIST_VALUES]
+            table = self._scan(build_filter(filters={"session_id": {"in": chunk}}).sql, ["session_id", "sequence"])
+            if table.num_rows == 0:
+                continue
+            grouped = table.group_by("session_id").aggregate([("sequence", "max")])
+            sessions_found = grouped.column("session_id").to_pylist()
+            tops = grouped.column("sequence_max").to_pylist()
+            last.update(
+                {session: int(top) for session, top in zip(sessions_found, tops, strict=True) if top is not None}
             )
-            if top is not None
-        }
+        return last
 
     def upsert(self, records: Sequence[MemoryRecord]) -> None:
         """Replace whole rows by id (inserting missing ones) in one commit."""
