@@ -57,7 +57,9 @@ async def test_tool_calls_import_the_heavy_modules_before_running(client, monkey
     monkeypatch.setattr(
         calls, "import_heavy_modules", lambda: order.append(("imports", threading.current_thread().name))
     )
-    monkeypatch.setattr(NamespaceService, "stats", lambda self, **kw: order.append(("tool", "")) or original(self, **kw))
+    monkeypatch.setattr(
+        NamespaceService, "stats", lambda self, **kw: order.append(("tool", "")) or original(self, **kw)
+    )
     result = await client.call_tool("stats", {})
     assert not result.is_error
     assert [step for step, _ in order] == ["imports", "tool"]
