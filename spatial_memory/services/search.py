@@ -45,6 +45,15 @@ class RankedHit:
     score: float  # what the hits are ordered by
 
 
+def _session_windows(records: list[MemoryRecord], radius: int) -> list[tuple[str, int, int]]:
+    """(session_id, low, high): the sequences within `radius` of each record placed in a session."""
+    return [
+        (c.session_id, c.sequence - radius, c.sequence + radius)
+        for r in records
+        if (c := r.conversation).session_id is not None and c.sequence is not None
+    ]
+
+
 def _epoch(moment: datetime | None) -> float:
     return moment.timestamp() if moment is not None else float("nan")
 
@@ -121,11 +130,7 @@ class SearchService(Service):
         records: dict[str, MemoryRecord] = {r.id: r for r in by_vector}
         for record in by_keyword:
             records.setdefault(record.id, record)
-        windows = [
-            (c.session_id, c.sequence - NEIGHBOUR_RADIUS, c.sequence + NEIGHBOUR_RADIUS)
-            for record in by_keyword
-            if (c := record.conversation).session_id is not None and c.sequence is not None
-        ]
+        windows = _session_windows(by_keyword, NEIGHBOUR_RADIUS)
         for record in store.neighbours(windows, flt):
             records.setdefault(record.id, record)
         return list(records.values())
@@ -168,11 +173,7 @@ class SearchService(Service):
     ) -> None:
         """Each hit's neighbours in its session (up to `radius` before and after), in order, marked by
         their offset from the hit."""
-        windows = [
-            (c.session_id, c.sequence - radius, c.sequence + radius)
-            for r in records
-            if (c := r.conversation).session_id is not None and c.sequence is not None
-        ]
+        windows = _session_windows(records, radius)
         if not windows:
             return
         by_session: dict[str, list[MemoryRecord]] = {}

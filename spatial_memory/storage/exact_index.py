@@ -341,15 +341,24 @@ class ExactSearch:
             log.debug("exact index unavailable", exc_info=True)
             return None
 
-    def _exact_search(
-        self, vector: np.ndarray, limit: int, flt: Filter | None, with_vectors: bool
-    ) -> list[ScoredMemory] | None:
+    def _exact_for(self, flt: Filter | None) -> tuple[Snapshot, str | None] | None:
+        """The copy and the namespace to keep when the copy can answer under this filter (none, or
+        one namespace only); None when LanceDB must."""
         if flt is not None and (flt.metadata or (flt.sql and flt.only_namespace is None)):
             return None
         snap = self._exact_snapshot()
         if snap is None:
             return None
-        top = self._exact.top(snap, vector, limit, flt.only_namespace if flt else None)
+        return snap, flt.only_namespace if flt else None
+
+    def _exact_search(
+        self, vector: np.ndarray, limit: int, flt: Filter | None, with_vectors: bool
+    ) -> list[ScoredMemory] | None:
+        found = self._exact_for(flt)
+        if found is None:
+            return None
+        snap, namespace = found
+        top = self._exact.top(snap, vector, limit, namespace)
         records = self._fetch_rows(snap, [row for row, _ in top], with_vectors=with_vectors)
         if records is None:
             return None
@@ -359,12 +368,11 @@ class ExactSearch:
         self, windows: Sequence[tuple[str, int, int]], flt: Filter | None
     ) -> list[MemoryRecord] | None:
         """Session neighbours from the copy (with vectors); None when LanceDB must answer."""
-        if flt is not None and (flt.metadata or (flt.sql and flt.only_namespace is None)):
+        found = self._exact_for(flt)
+        if found is None:
             return None
-        snap = self._exact_snapshot()
-        if snap is None:
-            return None
-        rows = self._exact.session_rows(snap, windows, flt.only_namespace if flt else None)
+        snap, namespace = found
+        rows = self._exact.session_rows(snap, windows, namespace)
         return self._fetch_rows(snap, rows, with_vectors=True)
 
     def _fetch_rows(self, snap: Snapshot, rows: list[int], *, with_vectors: bool) -> list[MemoryRecord] | None:

@@ -37,6 +37,8 @@ COLUMNS: dict[str, str] = {
     "occurred_at": "timestamp",
 }
 MAX_LIST_VALUES = 1_000
+# A where clause no memory can meet (MemoryStore._search_where): the search need not run.
+NO_MATCH = "false"
 
 
 def quote(value: str) -> str:

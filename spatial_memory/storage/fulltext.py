@@ -7,7 +7,7 @@ import logging
 from typing import Any
 
 from ..errors import StorageError
-from .filters import Filter, build_filter
+from .filters import NO_MATCH, Filter
 from .records import MemoryRecord
 from .schema import SUMMARY_COLUMNS, rows_to_records
 
@@ -75,12 +75,9 @@ class FullTextSearch:
         terms = match_text(text)
         if not terms:
             return []
-        where = self._where(flt)
-        if flt is not None and flt.metadata:
-            ids = self._matching_ids(flt)
-            if not ids:
-                return []
-            where = build_filter(ids=ids).sql
+        where = self._search_where(flt)
+        if where is NO_MATCH:
+            return []
         # With the exact in-memory copy, only ids and scores come from the index and the rows
         # from the copy: LanceDB's random-access row fetch is most of a keyword search's time.
         from_copy = self._exact_snapshot(load=False) is not None

@@ -32,7 +32,7 @@ from ..errors import ConfigurationError, SpatialMemoryError, StorageError
 from .access_ledger import ACCESS_COLUMNS, AccessCounts, AccessLedger
 from .connection import LARGE_INDEX_CACHE_BYTES, SMALL_INDEX_CACHE_BYTES, connect
 from .exact_index import ExactIndex, ExactSearch, Written
-from .filters import MAX_LIST_VALUES, Filter, both, build_filter, metadata_matches, session_windows
+from .filters import MAX_LIST_VALUES, NO_MATCH, Filter, both, build_filter, metadata_matches, session_windows
 from .fulltext import FullTextSearch
 from .indexing import IndexPolicy
 from .locking import INDEX_LOCK_FILE, LOCK_FILE, WRITE_ATTEMPTS, StoreLock, backoff, is_retryable
@@ -244,6 +244,14 @@ class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch):
         except Exception as exc:
             raise StorageError(f"read failed: {exc}") from exc
 
+    def _search_where(self, flt: Filter | None) -> str | None:
+        """The where clause of a search under `flt`: metadata conditions, which SQL cannot read in
+        the JSON column, become the ids that meet them (NO_MATCH when none does)."""
+        if flt is None or not flt.metadata:
+            return self._where(flt)
+        ids = self._matching_ids(flt)
+        return build_filter(ids=ids).sql if ids else NO_MATCH
+
     def _matching_ids(self, flt: Filter) -> list[str]:
         table = self._scan(self._where(flt), ["id", "metadata"])
         ids = table.column("id").to_pylist()
@@ -264,12 +272,9 @@ class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch):
         if exact is not None:
             self._ledger.apply(hit.record for hit in exact)
             return [hit for hit in exact if hit.similarity >= min_similarity]
-        where = self._where(flt)
-        if flt is not None and flt.metadata:
-            ids = self._matching_ids(flt)
-            if not ids:
-                return []
-            where = build_filter(ids=ids).sql
+        where = self._search_where(flt)
+        if where is NO_MATCH:
+            return []
         columns = SUMMARY_COLUMNS + (["vector"] if with_vectors else [])
         query = self._table.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
         query = query.distance_type("dot").select([*columns, "_distance"]).limit(limit)
