@@ -492,6 +492,7 @@ class ExportResult(BaseModel):
     format: str
     output_path: str = Field(description="The absolute path written.")
     memories_exported: int
+    versions_exported: int = Field(0, description="Retired versions written beside them (rows with valid_until).")
     file_size_bytes: int
     file_size_mb: float
     namespaces_included: list[str]
@@ -519,6 +520,7 @@ class ImportResult(BaseModel):
     total_records_in_file: int
     memories_imported: int = Field(description="Memories stored (always 0 on a dry run; see would_import).")
     memories_skipped: int = Field(description="Valid records skipped as duplicates (deduplicate=true).")
+    versions_imported: int = Field(0, description="Retired versions restored into the memories' history.")
     memories_failed: int = Field(description="Records that failed validation.")
     validation_errors: list[ImportValidationError] = Field(description="One entry per bad field (at most 100).")
     namespace_override: str | None = None

@@ -7,9 +7,10 @@ the memories table only ever holds current memories and every existing read stay
 Each change is two commits - the retired state into the history table, then the memories table
 - under the store's write lock. The second commit is the change: until it lands, the history row
 it wrote is not part of any memory's history, by this rule (`_real`): a history row counts when
-the memory's current row has a higher version, or when the memory has no current row and the
-row was closed by a successor. So a crash between the two commits leaves a row nobody reads, and
-the retry writes the same row again (rows are keyed "<id>#<version>").
+the memory's current row has a higher version, or when the memory has no current row and a
+successor closed it at this row's version or a later one. So a crash between the two commits
+leaves a row nobody reads, and the retry writes the same row again (rows are keyed
+"<id>#<version>").
 """
 
 from __future__ import annotations
@@ -76,16 +77,7 @@ class VersionHistory:
         if not states:
             return
         table = self._history(create=True)
-        data = self._to_arrow([s.record for s in states])
-        extra = {
-            "version_key": pa.array([s.key for s in states], pa.string()),
-            "valid_until": pa.array([s.valid_until for s in states], TS),
-            "retired_by": pa.array([s.retired_by for s in states], pa.string()),
-            "superseded_by": pa.array([s.superseded_by for s in states], pa.string()),
-        }
-        for name in _HISTORY_ONLY:
-            data = data.append_column(name, extra[name])
-        data = data.select(history_schema(self.model_id, self.dim).names)
+        data = self._history_arrow(states)
         # Versions beyond the bound go in the same commit.
         trims = [
             f"(id = {quote(s.record.id)} AND version <= {int(s.record.version) + 1 - max_versions})"
@@ -97,6 +89,26 @@ class VersionHistory:
             if trims:
                 merge = merge.when_not_matched_by_source_delete(" OR ".join(trims))
             self._attempt("history write failed, nothing was changed", lambda: merge.execute(data), None, counted=False)
+
+    def _history_arrow(self, states: Sequence[RetiredState]) -> pa.Table:
+        """Retired states as rows of the history table (with their vectors)."""
+        if not states:
+            return history_schema(self.model_id, self.dim).empty_table()
+        data = self._to_arrow([s.record for s in states])
+        extra = {
+            "version_key": pa.array([s.key for s in states], pa.string()),
+            "valid_until": pa.array([s.valid_until for s in states], TS),
+            "retired_by": pa.array([s.retired_by for s in states], pa.string()),
+            "superseded_by": pa.array([s.superseded_by for s in states], pa.string()),
+        }
+        for name in _HISTORY_ONLY:
+            data = data.append_column(name, extra[name])
+        return data.select(history_schema(self.model_id, self.dim).names)
+
+    def history_arrow(self, flt: Filter | None) -> pa.Table:
+        """Every retired state matching the filter, as history rows (for export)."""
+        where = flt.sql if flt is not None and flt.sql else "true"
+        return self._history_arrow(self._real(self._history_rows(where, with_vectors=True)))
 
     def _history_rows(self, where: str, *, with_vectors: bool = False) -> list[tuple[MemoryRecord, dict]]:
         table = self._history()
@@ -115,18 +127,37 @@ class VersionHistory:
         if not rows:
             return []
         ids = list(dict.fromkeys(r.id for r, _ in rows))
-        current: dict[str, int] = {}
-        for start in range(0, len(ids), MAX_LIST_VALUES):
-            chunk = build_filter(ids=ids[start : start + MAX_LIST_VALUES]).sql
-            table = self._scan(chunk, ["id", "version"])
-            for memory_id, version in zip(table.column("id").to_pylist(), table.column("version").to_pylist()):
-                current[memory_id] = int(version or 1)
+        current = self._current_versions(ids)
+        closed = self._closing_versions([i for i in ids if i not in current])
         states = []
         for record, extra in rows:
-            live = current.get(record.id)
-            if (live is not None and live > record.version) or (live is None and extra["superseded_by"]):
+            live, closing = current.get(record.id), closed.get(record.id)
+            if (live is not None and live > record.version) or (
+                live is None and closing is not None and closing >= record.version
+            ):
                 states.append(RetiredState(record, extra["valid_until"], extra["retired_by"], extra["superseded_by"]))
         return states
+
+    def _current_versions(self, ids: list[str]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for start in range(0, len(ids), MAX_LIST_VALUES):
+            table = self._scan(build_filter(ids=ids[start : start + MAX_LIST_VALUES]).sql, ["id", "version"])
+            for memory_id, version in zip(table.column("id").to_pylist(), table.column("version").to_pylist()):
+                found[memory_id] = int(version or 1)
+        return found
+
+    def _closing_versions(self, ids: list[str]) -> dict[str, int]:
+        """For memories without a current row: the version a successor closed them at."""
+        table = self._history()
+        found: dict[str, int] = {}
+        if table is None:
+            return found
+        for start in range(0, len(ids), MAX_LIST_VALUES):
+            where = f"superseded_by IS NOT NULL AND {build_filter(ids=ids[start : start + MAX_LIST_VALUES]).sql}"
+            rows = table.search().where(where).select(["id", "version"]).limit(None).to_arrow()
+            for memory_id, version in zip(rows.column("id").to_pylist(), rows.column("version").to_pylist()):
+                found[memory_id] = max(found.get(memory_id, 0), int(version or 1))
+        return found
 
     def versions(self, memory_id: str) -> list[RetiredState]:
         """The retired states of one memory, newest first."""
@@ -157,10 +188,6 @@ class VersionHistory:
         """Retired states that were current at `moment` and match the filter, with vectors."""
         where = " AND ".join(f"({c})" for c in (flt.sql, retired_current_at(moment)) if c)
         return [s.record for s in self._real(self._history_rows(where, with_vectors=True))]
-
-    def all_history(self) -> list[RetiredState]:
-        """Every retired state (for export)."""
-        return self._real(self._history_rows("true", with_vectors=True))
 
     def restore_history(self, states: Sequence[RetiredState]) -> None:
         """Write retired states as they are (import)."""
