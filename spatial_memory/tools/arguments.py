@@ -20,7 +20,8 @@ from ..validation import MAX_LABEL_CHARS
 FILTERS_DESCRIPTION = (
     "Conditions combined with AND: {column: value} for equality or {column: {op: value}} with op in "
     "eq, ne, gt, gte, lt, lte, in, nin, contains. Columns: id, content, namespace, tags, importance, source, "
-    "created_at, updated_at, last_accessed, access_count, or metadata.<key>."
+    "created_at, updated_at, last_accessed, access_count, session_id, sequence, speaker, occurred_at, memory_type, "
+    "expires_at, version, or metadata.<key>."
 )
 
 
