@@ -54,9 +54,9 @@ from .schema import (
     MODEL_KEY,
     SUMMARY_COLUMNS,
     TABLE_NAME,
-    TS,
     NamespaceInfo,
     memory_schema,
+    records_to_arrow,
     rows_to_records,
 )
 
@@ -468,36 +468,7 @@ class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch, Versio
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _to_arrow(self, records: Sequence[MemoryRecord]) -> pa.Table:
-        vectors = np.stack([np.asarray(r.vector, dtype=np.float32) for r in records])
-        if vectors.shape[1] != self.dim:
-            raise StorageError(f"vector has {vectors.shape[1]} dimensions, the store needs {self.dim}")
-        schema = memory_schema(self.model_id, self.dim)
-        columns = {
-            "id": pa.array([r.id for r in records], pa.string()),
-            "content": pa.array([r.content for r in records], pa.string()),
-            "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), self.dim),
-            "created_at": pa.array([r.created_at for r in records], TS),
-            "updated_at": pa.array([r.updated_at for r in records], TS),
-            "last_accessed": pa.array([r.last_accessed for r in records], TS),
-            "access_count": pa.array([int(r.access_count) for r in records], pa.int32()),
-            "importance": pa.array([float(r.importance) for r in records], pa.float32()),
-            "namespace": pa.array([r.namespace for r in records], pa.string()),
-            "tags": pa.array([list(r.tags) for r in records], pa.list_(pa.string())),
-            "source": pa.array([r.source for r in records], pa.string()),
-            "metadata": pa.array([json.dumps(r.metadata, ensure_ascii=False) for r in records], pa.string()),
-            "session_id": pa.array([r.conversation.session_id for r in records], pa.string()),
-            "sequence": pa.array([r.conversation.sequence for r in records], pa.int64()),
-            "speaker": pa.array([r.conversation.speaker for r in records], pa.string()),
-            "occurred_at": pa.array([r.conversation.occurred_at for r in records], TS),
-            "memory_type": pa.array([r.memory_type for r in records], pa.string()),
-            "expires_at": pa.array([r.expires_at for r in records], TS),
-            "pinned": pa.array([bool(r.pinned) for r in records], pa.bool_()),
-            "version": pa.array([int(r.version) for r in records], pa.int64()),
-            "provenance": pa.array(
-                [None if r.provenance is None else json.dumps(r.provenance.as_dict()) for r in records], pa.string()
-            ),
-        }
-        return pa.Table.from_arrays([columns[f.name] for f in schema], schema=schema)
+        return records_to_arrow(records, self.model_id, self.dim)
 
     def add(self, records: Sequence[MemoryRecord]) -> None:
         """Insert records in one commit: all of them or none."""
