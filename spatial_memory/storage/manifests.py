@@ -20,7 +20,7 @@ DATA_DIR = "data"
 MAGIC = b"LANC"
 _U64_MAX = 2**64 - 1
 # Manifest, DataFragment, DataFile and DeletionFile field numbers used below.
-_FRAGMENTS, _VERSION, _SCHEMA_METADATA = 2, 3, 5
+_FRAGMENTS, _VERSION, _SCHEMA_METADATA, _TRANSACTION_FILE = 2, 3, 5, 12
 _FRAGMENT_ID, _FRAGMENT_FILES, _FRAGMENT_DELETIONS, _PHYSICAL_ROWS = 1, 2, 3, 4
 _FILE_PATH = 1
 _DELETED_ROWS = 4
@@ -53,6 +53,7 @@ class Manifest:
     version: int
     fragments: tuple[Fragment, ...]
     schema_metadata: dict[str, bytes] = field(default_factory=dict)
+    transaction_file: str = ""  # relative to the table's _transactions/
 
 
 def manifest_files(table_dir: Path) -> list[ManifestFile]:
@@ -96,6 +97,7 @@ def _manifest(body: bytes) -> Manifest:
     version = 0
     fragments = []
     metadata: dict[str, bytes] = {}
+    transaction = ""
     for number, value in _fields(body):
         if number == _VERSION:
             version = int(value)
@@ -104,7 +106,9 @@ def _manifest(body: bytes) -> Manifest:
         elif number == _SCHEMA_METADATA:
             entry = dict(_fields(value))
             metadata[bytes(entry.get(1, b"")).decode("utf-8", "replace")] = bytes(entry.get(2, b""))
-    return Manifest(version, tuple(fragments), metadata)
+        elif number == _TRANSACTION_FILE:
+            transaction = bytes(value).decode("utf-8", "replace")
+    return Manifest(version, tuple(fragments), metadata, transaction)
 
 
 def _fragment(body: bytes) -> Fragment:
