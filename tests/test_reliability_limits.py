@@ -149,9 +149,9 @@ def _request_cancelled() -> bool:
 
 
 async def test_cancelled_request_writes_nothing(tmp_path, monkeypatch):
-    from spatial_memory.storage.store import MemoryStore
-
     from contextlib import contextmanager
+
+    from spatial_memory.storage.store import MemoryStore
 
     # Each write (remember takes the store's write lock to check for look-alikes, then writes under
     # it), and how it ended, so the test waits for the cancelled batch's write attempt.

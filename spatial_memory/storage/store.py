@@ -19,7 +19,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -48,7 +48,9 @@ from .history import RetiredState, VersionHistory
 from .indexing import IndexPolicy
 from .locking import INDEX_LOCK_FILE, LOCK_FILE, WRITE_ATTEMPTS, StoreLock, backoff, is_retryable
 from .maintenance import Maintenance
+from .readonly import ReadOnlyLock, read_only_message, read_only_reason
 from .records import MemoryRecord, ScoredMemory, is_uuid, utc_now
+from .recovery import Damage, open_last_good
 from .schema import (
     ADDED_COLUMNS,
     MODEL_KEY,
@@ -106,6 +108,7 @@ class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch, Versio
         index_cache_bytes: int | None = None,
         index_policy: IndexPolicy | None = None,
         clock: Callable[[], datetime] = utc_now,
+        read_only: bool = False,
     ) -> None:
         self.model_id = model_id
         self.now = clock  # every expiry is judged by it (tests move it)
@@ -118,16 +121,24 @@ class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch, Versio
             db_path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StorageError(f"cannot create the memory store directory {db_path}: {exc}") from exc
-        # Shared with every process on this path: writes and maintenance take it (StoreLock).
-        self._write_lock = StoreLock(db_path / LOCK_FILE, lock_timeout_seconds)
+        # Shared with every process on this path: writes and maintenance take it (StoreLock). A
+        # store that cannot be written gets a lock that refuses every write (readonly.py).
+        self._write_lock: StoreLock | ReadOnlyLock = StoreLock(db_path / LOCK_FILE, lock_timeout_seconds)
+        self.read_only_reason = read_only_reason(db_path, forced=read_only)
+        if self.read_only_reason:
+            log.warning("the memory store at %s is read-only: %s", db_path, self.read_only_reason)
+            self._write_lock = ReadOnlyLock(read_only_message(self.read_only_reason))
+        self.damage: Damage | None = None  # set when the newest version could not be read
         self._db_path = db_path
         try:
             self._index_cache_bytes = index_cache_bytes  # None: sized by _cache_bytes()
             self._db = connect(db_path, index_cache_bytes or SMALL_INDEX_CACHE_BYTES)
-            with self._write_lock:  # two servers starting on a new store create the table once
+            # Two servers starting on a new store create the table once.
+            with nullcontext() if self.read_only else self._write_lock:
                 if TABLE_NAME in self._db.list_tables().tables:
-                    self._table = self._db.open_table(TABLE_NAME)
-                    self._migrate()
+                    self._open_table()
+                elif self.read_only:
+                    raise StorageError(f"there is no memory store at {db_path}, and none can be created there")
                 else:
                     self._table = self._create_table()
             self._ledger = AccessLedger(self._db)
@@ -155,6 +166,26 @@ class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch, Versio
         if self._index_cache_bytes is not None:
             return self._index_cache_bytes
         return LARGE_INDEX_CACHE_BYTES if self._vector_indexed else SMALL_INDEX_CACHE_BYTES
+
+    @property
+    def read_only(self) -> bool:
+        return isinstance(self._write_lock, ReadOnlyLock)
+
+    def _open_table(self) -> None:
+        """The table at its newest version or, when that cannot be read, read-only at its last good
+        one (recovery.py)."""
+        try:
+            self._table = self._db.open_table(TABLE_NAME)
+        except Exception as exc:
+            cache = self._index_cache_bytes or SMALL_INDEX_CACHE_BYTES
+            opened = open_last_good(self._db_path, lambda path: connect(path, cache), exc)
+            if opened is None:
+                raise
+            self._db, self._table, self.damage = opened
+            self._write_lock = ReadOnlyLock(self.damage.message)
+            return
+        if not self.read_only:
+            self._migrate()
 
     def _create_table(self):
         try:
@@ -249,7 +280,7 @@ class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch, Versio
         memory has expired at all: see `_earliest_expiry`)."""
         sql = None
         if flt is not None:
-            if flt.columns & ACCESS_COLUMNS and self._ledger.entries(exact=True):
+            if flt.columns & ACCESS_COLUMNS and not self.read_only and self._ledger.entries(exact=True):
                 self.fold_accesses()
             sql = flt.sql
         if live:
@@ -284,6 +315,8 @@ class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch, Versio
 
     def purge_expired(self) -> list[str]:
         """Delete expired memories and their history, in one commit per table."""
+        if self.read_only:
+            return []  # hidden from every read all the same
         ids = self.expired_ids()
         if not ids:
             return []
