@@ -2,8 +2,8 @@
 scores it gave before its speed-ups (tests/snapshots/ranking_pins.json, written by the code before them).
 
 The store mixes conversation structure (sessions, sequences, speakers, dates, questions, time words) and
-plain memories, and the cases cover the exact in-memory copy and LanceDB's own searches (a tag filter),
-every alpha, namespaces and min_similarity. Regenerate only for an intended ranking change:
+plain memories, and the cases cover the exact in-memory copy (as loaded, then with rows written since)
+and LanceDB's own searches (a tag filter), every alpha, namespaces and min_similarity. Regenerate only for an intended ranking change:
 
     PYTHONPATH=. python tests/test_ranking_pins.py --write
 """
@@ -15,6 +15,7 @@ import json
 import re
 import sys
 import uuid
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -118,14 +119,20 @@ def ranking_output(path: Path) -> list[list[list[object]]]:
 
     resources = Resources(Settings(path=path, preload=False), embedder=_Embedder())
     try:
-        resources.store().add(_memories())
+        store = resources.store()
+        memories = _memories()
+        store.add(memories)
         service = SearchService(resources)
         out = []
-        for case in CASES:
-            args = dict(case)
-            query = args.pop("query")
-            hits = service.ranked(query, **args)
-            out.append([[h.record.id, h.score, h.similarity, h.vector_score, h.fts_score] for h in hits])
+        for phase in range(2):
+            if phase == 1:  # rows written since the exact copy was loaded: rewritten ones and new ones
+                store.upsert(memories[::2])
+                store.add([replace(m, id=str(uuid.UUID(int=1000 + i))) for i, m in enumerate(memories[:30])])
+            for case in CASES:
+                args = dict(case)
+                query = args.pop("query")
+                hits = service.ranked(query, **args)
+                out.append([[h.record.id, h.score, h.similarity, h.vector_score, h.fts_score] for h in hits])
         return out
     finally:
         resources.upkeep.stop()
@@ -134,8 +141,8 @@ def ranking_output(path: Path) -> list[list[list[object]]]:
 def test_ranking_output_is_pinned(tmp_path):
     expected = json.loads(SNAPSHOT.read_text())
     got = ranking_output(tmp_path / "store")
-    assert len(got) == len(expected) == len(CASES)
-    for case, hits, pinned in zip(CASES, got, expected, strict=True):
+    assert len(got) == len(expected) == 2 * len(CASES)
+    for case, hits, pinned in zip(CASES + CASES, got, expected, strict=True):
         assert [h[0] for h in hits] == [p[0] for p in pinned], case
         for hit, pin in zip(hits, pinned, strict=True):
             assert hit[1:] == pin[1:], (case, hit, pin)

@@ -5,15 +5,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 import numpy as np
 
-from ..algorithms.ranking import DEFAULT_PARAMS
+from ..algorithms.ranking import DEFAULT_PARAMS, TextFeatures
 from ..errors import MemoryNotFoundError, ValidationError
 from ..limits import MAX_CONTEXT
-from ..storage.filters import Filter, build_filter, session_windows
+from ..storage.candidates import Candidates
+from ..storage.filters import build_filter, session_windows
 from ..storage.records import MemoryRecord, ScoredMemory
 from .base import Service
 from .results import (
@@ -54,11 +54,11 @@ def _session_windows(records: list[MemoryRecord], radius: int) -> list[tuple[str
     ]
 
 
-def _epoch(moment: datetime | None) -> float:
-    return moment.timestamp() if moment is not None else float("nan")
-
-
 class SearchService(Service):
+    def __init__(self, resources) -> None:
+        super().__init__(resources)
+        self._text_features = TextFeatures()  # of the memories recall ranks, kept across queries
+
     def ranked(
         self,
         query: str,
@@ -93,21 +93,21 @@ class SearchService(Service):
                 for h in store.search(query_vector, limit, flt, min_similarity=min_similarity)
             ]
         depth = search_depth(limit)
-        by_vector = store.search(query_vector, depth, flt, with_vectors=True) if alpha > 0.0 else []
-        by_keyword = store.fts_search(query, 2 * depth, flt, with_vectors=True)
-        candidates = self._candidates(store, flt, [h.record for h in by_vector], [r for r, _ in by_keyword])
-        if not candidates:
+        by_vector = store.search_candidates(query_vector, depth, flt) if alpha > 0.0 else None
+        by_keyword, bm25_scores = store.fts_candidates(query, 2 * depth, flt)
+        by_neighbour = store.neighbour_candidates(by_keyword.windows(NEIGHBOUR_RADIUS), flt)
+        candidates = Candidates.union([c for c in (by_vector, by_keyword, by_neighbour) if c is not None])
+        if not len(candidates):
             return []
-        bm25 = {record.id: score for record, score in by_keyword}
-        order, scores, similarity = _rank(query, query_vector, candidates, bm25, alpha)
-        from_vector = {h.record.id for h in by_vector}
+        bm25 = dict(zip(by_keyword.ids, bm25_scores))
+        order, scores, similarity = _rank(query, query_vector, candidates, bm25, alpha, self._text_features)
+        chosen = [i for i in order.tolist() if similarity[i] >= min_similarity][:limit]
+        from_vector = set(by_vector.ids) if by_vector is not None else set()
         best_bm25 = max(bm25.values(), default=0.0)
         hits: list[RankedHit] = []
-        for i in order.tolist():
-            if similarity[i] < min_similarity:
+        for i, record in zip(chosen, store.materialize(candidates, chosen), strict=True):
+            if record is None:  # deleted since the search
                 continue
-            record = candidates[i]
-            record.vector = None
             hits.append(
                 RankedHit(
                     record=record,
@@ -117,23 +117,7 @@ class SearchService(Service):
                     score=float(scores[i]),
                 )
             )
-            if len(hits) >= limit:
-                break
         return hits
-
-    @staticmethod
-    def _candidates(
-        store, flt: Filter, by_vector: list[MemoryRecord], by_keyword: list[MemoryRecord]
-    ) -> list[MemoryRecord]:
-        """The union of both searches' hits and the keyword hits' session neighbours (under the same
-        filter), with their vectors."""
-        records: dict[str, MemoryRecord] = {r.id: r for r in by_vector}
-        for record in by_keyword:
-            records.setdefault(record.id, record)
-        windows = _session_windows(by_keyword, NEIGHBOUR_RADIUS)
-        for record in store.neighbours(windows, flt):
-            records.setdefault(record.id, record)
-        return list(records.values())
 
     def recall(
         self,
@@ -242,24 +226,31 @@ class SearchService(Service):
 
 
 def _rank(
-    query: str, query_vector: np.ndarray, candidates: list[MemoryRecord], bm25: dict[str, float], alpha: float
+    query: str,
+    query_vector: np.ndarray,
+    candidates: Candidates,
+    bm25: dict[str, float],
+    alpha: float,
+    text_features: TextFeatures,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(order, scores, cosine similarities) of the candidates by `algorithms.ranking.rank`."""
     from ..algorithms.ranking import CandidateArrays, query_features, rank
 
-    vectors = np.stack([np.asarray(r.vector, dtype=np.float32) for r in candidates])
-    similarity = np.clip(vectors @ query_vector, 0.0, 1.0)
-    arrays = CandidateArrays.from_texts(
+    similarity = np.clip(candidates.vectors @ query_vector, 0.0, 1.0)
+    words, question, time_ref = text_features.of(candidates.content)
+    arrays = CandidateArrays.build(
         similarity,
-        [r.content for r in candidates],
-        [bm25.get(r.id, np.nan) for r in candidates],
-        session=[r.conversation.session_id for r in candidates],
-        sequence=[-1 if r.conversation.sequence is None else r.conversation.sequence for r in candidates],
-        speaker=[r.conversation.speaker for r in candidates],
-        occurred_at=[_epoch(r.conversation.occurred_at) for r in candidates],
-        vectors=vectors,
+        [bm25.get(memory_id, np.nan) for memory_id in candidates.ids],
+        session=candidates.session_id,
+        sequence=[-1 if q is None else q for q in candidates.sequence],
+        speaker=candidates.speaker,
+        occurred_at=candidates.occurred_at,
+        words=words,
+        question=question,
+        time_ref=time_ref,
+        vectors=candidates.vectors,
     )
-    speakers = {r.conversation.speaker for r in candidates if r.conversation.speaker}
+    speakers = {s for s in candidates.speaker if s}
     params = dataclasses.replace(DEFAULT_PARAMS, alpha=float(alpha))
     order, scores = rank(query_features(query, speakers), arrays, params)
     return order, scores, similarity
