@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,7 +15,7 @@ from ..algorithms.ranking import DEFAULT_PARAMS, TextFeatures
 from ..errors import MemoryNotFoundError, ValidationError
 from ..limits import MAX_CONTEXT
 from ..storage.candidates import Candidates
-from ..storage.filters import build_filter, session_windows
+from ..storage.filters import Filter, build_filter, session_windows
 from ..storage.records import MemoryRecord, ScoredMemory
 from .base import Service
 from .results import (
@@ -58,6 +60,16 @@ class SearchService(Service):
     def __init__(self, resources) -> None:
         super().__init__(resources)
         self._text_features = TextFeatures()  # of the memories recall ranks, kept across queries
+        self._keyword_pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
+
+    def _keyword_search(self, store, query: str, limit: int, flt: Filter) -> Future:
+        """The keyword search, started on a thread of its own: it needs no query vector, so it runs
+        while the query is embedded (LanceDB and onnxruntime both leave the GIL)."""
+        with self._pool_lock:
+            if self._keyword_pool is None:
+                self._keyword_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="keyword-search")
+        return self._keyword_pool.submit(store.fts_candidates, query, limit, flt)
 
     def ranked(
         self,
@@ -85,16 +97,18 @@ class SearchService(Service):
         if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 <= alpha <= 1.0:
             raise ValidationError("alpha must be a number from 0.0 (keyword only) to 1.0 (vector only)")
         flt = build_filter(namespace=namespace, tags=tags, filters=filters, since=since, until=until)
-        query_vector = np.asarray(self._r.embedder.embed_query(query), dtype=np.float32)
-        store = self._r.store()
         if alpha >= 1.0:
+            query_vector = np.asarray(self._r.embedder.embed_query(query), dtype=np.float32)
             return [
                 RankedHit(h.record, h.similarity, h.similarity, None, h.similarity)
-                for h in store.search(query_vector, limit, flt, min_similarity=min_similarity)
+                for h in self._r.store().search(query_vector, limit, flt, min_similarity=min_similarity)
             ]
+        store = self._r.store()
         depth = search_depth(limit)
+        keyword = self._keyword_search(store, query, 2 * depth, flt)
+        query_vector = np.asarray(self._r.embedder.embed_query(query), dtype=np.float32)
         by_vector = store.search_candidates(query_vector, depth, flt) if alpha > 0.0 else None
-        by_keyword, bm25_scores = store.fts_candidates(query, 2 * depth, flt)
+        by_keyword, bm25_scores = keyword.result()
         by_neighbour = store.neighbour_candidates(by_keyword.windows(NEIGHBOUR_RADIUS), flt)
         candidates = Candidates.union([c for c in (by_vector, by_keyword, by_neighbour) if c is not None])
         if not len(candidates):

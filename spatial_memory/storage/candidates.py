@@ -152,10 +152,13 @@ class CandidateSearch:
 
     def fts_candidates(self, text: str, limit: int, flt: Filter | None) -> tuple[Candidates, list[float]]:
         """The best keyword matches and their BM25 scores, best first (as `fts_search`)."""
-        if self._exact_snapshot(load=False) is not None:
+        # ids only from LanceDB when the copy will answer for the rows (checked again after the search)
+        if self._exact.has_copy() and not self._vector_index_ready():
             hits = self.fts_ids(text, limit, flt)
+            if hits is None:
+                return Candidates.empty(self.dim), []
             snap = self._exact_snapshot(load=False)
-            if hits is not None and snap is not None:
+            if snap is not None:
                 # a row deleted since the search is left out
                 kept = [(snap.positions[i], score) for i, score in hits if i in snap.positions]
                 columns = self._candidate_rows(snap, [row for row, _ in kept])
