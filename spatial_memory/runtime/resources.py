@@ -39,6 +39,9 @@ class Embedder(Protocol):
 class Resources:
     def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
         self.settings = settings
+        from .imports import use_jit_cache_dir
+
+        use_jit_cache_dir(settings.jit_cache_dir)
         if embedder is None:
             from ..embeddings import EmbeddingRouter
 
@@ -101,7 +104,7 @@ class Resources:
         self.upkeep.stop()
 
     def warm_up(self) -> None:
-        """Open the store, load the model, then compile UMAP; failures resurface, typed, on first use."""
+        """Open the store, load the model, then the map layout; failures resurface, typed, on first use."""
         for step in (self.store, self.embedder.load):
             try:
                 step()
@@ -115,7 +118,7 @@ class Resources:
                 warm_up_projection()
                 self.projection_warm = True
             except Exception as exc:  # noqa: BLE001
-                log.warning("UMAP warm-up failed: %s", exc)
+                log.warning("map layout warm-up failed: %s", exc)
 
 
 def _lower_thread_priority() -> None:
