@@ -43,7 +43,7 @@ class Settings(BaseSettings):
         "auto", description="auto = onnxruntime for the bundled model, sentence-transformers otherwise."
     )
     embedding_batch_size: int = Field(8, ge=1, le=256, description="Texts per model call.")
-    embedding_threads: int = Field(0, ge=0, le=64, description="Threads for onnxruntime (0 = all cores).")
+    embedding_threads: int = Field(0, ge=0, le=64, description="Threads for onnxruntime (0 = one per physical core).")
     openai_api_key: SecretStr | None = Field(None, description="Key for openai:<model> embeddings.")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     preload: bool = Field(True, description="Load the store and model in the background right after start-up.")
