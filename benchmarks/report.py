@@ -16,15 +16,25 @@ from .common import RESULTS_DIR, markdown_table
 DOC = Path(__file__).resolve().parent.parent / "docs" / "BENCHMARKS.md"
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 
-# Published figures of the reference implementation (spatial-memory-mcp 1.11.4) on this machine kind.
-REFERENCE = {
-    "tools_list_s": "15-20 s",
-    "remember_batch_1000": "129/s",
-    "recall_1000": "81 / 112 ms",
-    "peak_rss": "1.2 GB",
-    "visualize_500_first": "13.2 s (500 memories)",
-    "regions_1000": "0.9 s",
-}
+
+def reference_figures(reference: dict[str, Any] | None) -> dict[str, str]:
+    """The reference implementation's medians from benchmarks/reference.py's run (measured beside
+    ours in that run, dated), keyed like the targets; empty without such a run."""
+    if not reference:
+        return {}
+    date = reference["generated_at"][:10]
+    rows = {r["metric"]: r for r in reference.get("summary", [])}
+
+    def fig(metric: str, unit: str) -> str:
+        value = rows.get(metric, {}).get("reference")
+        return f"{value.split()[0]}{unit} ({date})" if value else ""
+
+    return {
+        "tools_list_s": fig("spawn_to_tools_list_s", " s"),
+        "remember_batch_1000": fig("remember_batch_per_s", "/s"),
+        "recall_1000": fig("recall_p50_ms", " ms p50"),
+        "peak_rss": fig("peak_rss_after_visualize_mb", " MB after visualize at 1,000"),
+    }
 
 
 def _load(name: str) -> dict[str, Any] | None:
@@ -40,7 +50,8 @@ def _verdict(ok: bool | None) -> str:
     return "n/a" if ok is None else ("met" if ok else "**missed**")
 
 
-def targets(cold, ingest, latency) -> list[dict[str, Any]]:
+def targets(cold, ingest, latency, reference=None) -> list[dict[str, Any]]:
+    ref = reference_figures(reference)
     out = []
     median = (cold or {}).get("median", {})
     if median:
@@ -49,7 +60,7 @@ def targets(cold, ingest, latency) -> list[dict[str, Any]]:
                 "target": "`tools/list` within 1.0 s of spawn",
                 "measured": f"{median['tools_list_s']:.2f} s",
                 "verdict": _verdict(median["tools_list_s"] <= 1.0),
-                "reference": REFERENCE["tools_list_s"],
+                "reference": ref.get("tools_list_s", ""),
             }
         )
         out.append(
@@ -69,7 +80,7 @@ def targets(cold, ingest, latency) -> list[dict[str, Any]]:
                     "target": f"remember_batch >= 85% of the model's raw throughput ({n:,})",
                     "measured": f"{row['remember_batch_per_s']}/s = {ratio:.0%} of {row['model_raw_batched_per_s']}/s",
                     "verdict": _verdict(ratio >= 0.85),
-                    "reference": REFERENCE["remember_batch_1000"] if n == 1000 else "",
+                    "reference": ref.get("remember_batch_1000", "") if n == 1000 else "",
                 }
             )
     rows = (latency or {}).get("rows", [])
@@ -84,7 +95,7 @@ def targets(cold, ingest, latency) -> list[dict[str, Any]]:
                 "target": label + "; p95 <= 2 x p50",
                 "measured": f"p50 {p50} ms, p95 {p95} ms",
                 "verdict": _verdict((limit is None or p50 <= limit) and p95 <= 2 * p50),
-                "reference": REFERENCE["recall_1000"] if n == 1000 else "",
+                "reference": ref.get("recall_1000", "") if n == 1000 else "",
             }
         )
     for row in rows:
@@ -107,15 +118,15 @@ def targets(cold, ingest, latency) -> list[dict[str, Any]]:
                 "target": "peak RSS < 600 MB at 10,000 memories",
                 "measured": f"{max(rss)} MB (worst of ingest and query runs)",
                 "verdict": _verdict(max(rss) < 600),
-                "reference": REFERENCE["peak_rss"],
+                "reference": ref.get("peak_rss", ""),
             }
         )
     return out
 
 
 def render() -> str:
-    cold, ingest, latency, spatial, quality = (
-        _load(n) for n in ("cold_start", "ingest", "latency", "spatial", "quality")
+    cold, ingest, latency, spatial, quality, reference = (
+        _load(n) for n in ("cold_start", "ingest", "latency", "spatial", "quality", "reference")
     )
     lines: list[str] = []
     stamps = sorted({d["generated_at"] for d in (cold, ingest, latency, spatial, quality) if d})
@@ -126,7 +137,13 @@ def render() -> str:
             f"({machine.get('cpus')} cores, {machine.get('memory_mb')} MB, Python {machine.get('python')})."
         )
         lines.append("")
-    lines += ["### Targets", "", *markdown_table(targets(cold, ingest, latency)), ""]
+    lines += ["### Targets", "", *markdown_table(targets(cold, ingest, latency, reference)), ""]
+    if reference:
+        lines += [
+            f"The reference column is spatial-memory-mcp {reference['reference_version']} measured beside this "
+            f"server on {reference['generated_at'][:10]} (`python -m benchmarks.reference`), not a published figure.",
+            "",
+        ]
     if cold:
         runs = [*cold["runs"], {"run": "median of warm runs", **cold["median"]}]
         lines += ["### Cold start (seconds from spawn)", "", *markdown_table(runs), ""]
@@ -140,8 +157,17 @@ def render() -> str:
             "",
             *markdown_table(spatial["rows"]),
             "",
-            f"Reference: first visualize {REFERENCE['visualize_500_first']}, regions over 1,000: "
-            f"{REFERENCE['regions_1000']}.",
+        ]
+    if reference:
+        lines += [
+            f"### Beside spatial-memory-mcp {reference['reference_version']}, one run "
+            f"({reference['generated_at'][:10]}, N = {reference['n']:,})",
+            "",
+            "Both servers (and `before`, the previous build, when the run had one) driven by the same MCP client, "
+            f"rounds interleaved; medians with (min-max) over {len({r['round'] for r in reference['rounds']})} rounds. "
+            "first_visualize: the first call of a fresh process on a filled store.",
+            "",
+            *markdown_table(reference["summary"]),
             "",
         ]
     if quality:

@@ -437,7 +437,7 @@ def test_project_umap_separates_blobs():
     vectors, truth = _sphere_blobs(200, k=4, seed=11)
     start = time.perf_counter()
     layout = project(vectors, 2, random_state=42)
-    print(f"project n=200 (includes numba compile): {time.perf_counter() - start:.2f}s")
+    print(f"project n=200: {time.perf_counter() - start:.2f}s")
     assert layout.shape == (200, 2) and layout.dtype == np.float64
     assert np.all(np.isfinite(layout))
     centroids = np.array([layout[truth == c].mean(axis=0) for c in range(4)])

@@ -1,14 +1,14 @@
-"""UMAP's layout, written out: fuzzy k-NN graph (numpy/scipy) and its SGD (one numba function).
+"""UMAP's layout in numpy and scipy: fuzzy k-NN graph, then SGD with negative sampling.
 
-umap-learn compiles ~40 numba functions it does not cache on disk, ~15 s in every fresh process
-on 2 cores before the first map. This module follows the same algorithm (McInnes et al. 2018,
-umap-learn 0.5: smooth k-NN distances, fuzzy union, a/b curve fit, SGD with negative sampling,
-`move_other`) with one compiled function, cached on disk by numba (`cache=True`: the directory
-is NUMBA_CACHE_DIR, set by the server to the user's cache directory). Two processes compiling at
-once are safe: numba writes its cache files to a temporary name and renames them.
+umap-learn compiles ~40 numba functions it does not cache on disk: ~15 s in every fresh process
+on 2 cores before the first map, and ~250 MB of RSS for numba and LLVM. This module follows the
+same algorithm (McInnes et al. 2018; umap-learn 0.5: smooth k-NN distances, fuzzy union, a/b
+curve, epochs-per-sample schedule, negative sampling, `move_other`) with nothing to compile.
 
 Differences from umap-learn: PCA initialisation instead of spectral (deterministic, no
-eigensolver, keeps the global arrangement), and no `transform` support (none is needed).
+eigensolver, keeps the global arrangement); epoch-synchronous updates (optimize_layout); no
+`transform`. On 1,000 MiniLM embeddings of short notes, the share of each point's 15 nearest
+neighbours that stay its 15 nearest on the map: 0.596 here, 0.601 with umap-learn.
 """
 
 from __future__ import annotations
@@ -53,13 +53,13 @@ def umap_layout(
     span = np.abs(init).max()
     init = init * (_INIT_SCALE / span if span > 0 else 1.0) + rng.normal(scale=_INIT_NOISE, size=init.shape)
     lo, hi = init.min(axis=0), init.max(axis=0)
-    embedding = np.ascontiguousarray(_INIT_SCALE * (init - lo) / np.where(hi > lo, hi - lo, 1.0), dtype=np.float32)
+    embedding = _INIT_SCALE * (init - lo) / np.where(hi > lo, hi - lo, 1.0)
 
     a, b = curve_parameters(float(min_dist))
     epochs_per_sample = (weights.max() / weights).astype(np.float64)
     seed = int(rng.integers(0, 2**31 - 1))
-    _sgd()(embedding, head, tail, epochs_per_sample, a, b, int(n_epochs), _NEGATIVE_SAMPLE_RATE, seed)
-    return embedding.astype(np.float64)
+    optimize_layout(embedding, head, tail, epochs_per_sample, a, b, int(n_epochs), _NEGATIVE_SAMPLE_RATE, seed)
+    return embedding
 
 
 def pca_init(unit: np.ndarray, n_components: int) -> np.ndarray:
@@ -148,51 +148,54 @@ def curve_parameters(min_dist: float, spread: float = 1.0) -> tuple[float, float
     return float(params[0]), float(params[1])
 
 
-@functools.cache
-def _sgd():
-    """The compiled SGD (numba, imported on first use and cached on disk)."""
-    from ..runtime.imports import import_locked
-
-    numba = import_locked("numba")
-
-    @numba.njit(cache=True, fastmath=True, nogil=True)
-    def optimize(embedding, head, tail, epochs_per_sample, a, b, n_epochs, negative_rate, seed):
-        # umap-learn's optimize_layout_euclidean with move_other=True and gamma=1, serial.
-        np.random.seed(seed)
-        n_vertices, dim = embedding.shape
-        per_negative = epochs_per_sample / negative_rate
-        next_sample = epochs_per_sample.copy()
-        next_negative = per_negative.copy()
-        for epoch in range(n_epochs):
-            alpha = 1.0 - epoch / n_epochs
-            for i in range(head.shape[0]):
-                if next_sample[i] > epoch:
-                    continue
-                j, k = head[i], tail[i]
-                d2 = 0.0
-                for d in range(dim):
-                    diff = embedding[j, d] - embedding[k, d]
-                    d2 += diff * diff
-                if d2 > 0.0:
-                    coeff = -2.0 * a * b * d2 ** (b - 1.0) / (a * d2**b + 1.0)
-                    for d in range(dim):
-                        g = min(4.0, max(-4.0, coeff * (embedding[j, d] - embedding[k, d])))
-                        embedding[j, d] += g * alpha
-                        embedding[k, d] -= g * alpha
-                next_sample[i] += epochs_per_sample[i]
-                n_negative = int((epoch - next_negative[i]) / per_negative[i])
-                for _ in range(n_negative):
-                    k = np.random.randint(n_vertices)
-                    if k == j:
-                        continue
-                    d2 = 0.0
-                    for d in range(dim):
-                        diff = embedding[j, d] - embedding[k, d]
-                        d2 += diff * diff
-                    coeff = 2.0 * b / ((0.001 + d2) * (a * d2**b + 1.0)) if d2 > 0.0 else 0.0
-                    for d in range(dim):
-                        g = min(4.0, max(-4.0, coeff * (embedding[j, d] - embedding[k, d]))) if coeff > 0.0 else 4.0
-                        embedding[j, d] += g * alpha
-                next_negative[i] += n_negative * per_negative[i]
-
-    return optimize
+def optimize_layout(
+    embedding: np.ndarray,
+    head: np.ndarray,
+    tail: np.ndarray,
+    epochs_per_sample: np.ndarray,
+    a: float,
+    b: float,
+    n_epochs: int,
+    negative_rate: int,
+    seed: int,
+) -> None:
+    """umap-learn's optimize_layout_euclidean (move_other=True, gamma=1), in place, with one change:
+    every edge sampled in an epoch reads the positions at the epoch's start and all their moves are
+    added together (as GPU implementations such as cuML's do), so an epoch is a few numpy
+    operations instead of a compiled per-edge loop."""
+    rng = np.random.default_rng(seed)
+    n, dim = embedding.shape
+    per_negative = epochs_per_sample / negative_rate
+    next_sample = epochs_per_sample.copy()
+    next_negative = per_negative.copy()
+    for epoch in range(n_epochs):
+        alpha = 1.0 - epoch / n_epochs
+        sampled = np.flatnonzero(next_sample <= epoch)
+        h, t = head[sampled], tail[sampled]
+        # Attraction along the sampled edges, both ends moving.
+        diff = embedding[h] - embedding[t]
+        d2 = np.einsum("ij,ij->i", diff, diff)
+        positive = d2 > 0
+        coeff = np.zeros_like(d2)
+        coeff[positive] = -2.0 * a * b * d2[positive] ** (b - 1.0) / (a * d2[positive] ** b + 1.0)
+        step = np.clip(coeff[:, None] * diff, -4.0, 4.0) * alpha
+        move = np.zeros((n, dim))
+        for d in range(dim):
+            move[:, d] += np.bincount(h, step[:, d], n) - np.bincount(t, step[:, d], n)
+        next_sample[sampled] += epochs_per_sample[sampled]
+        # Repulsion from random points, owed at negative_rate samples per attraction.
+        owed = np.maximum(np.floor((epoch - next_negative[sampled]) / per_negative[sampled]), 0).astype(np.int64)
+        next_negative[sampled] += owed * per_negative[sampled]
+        nh = np.repeat(h, owed)
+        nt = rng.integers(0, n, nh.size)
+        nh, nt = nh[nh != nt], nt[nh != nt]
+        diff = embedding[nh] - embedding[nt]
+        d2 = np.einsum("ij,ij->i", diff, diff)
+        positive = d2 > 0
+        coeff = np.zeros_like(d2)
+        coeff[positive] = 2.0 * b / ((0.001 + d2[positive]) * (a * d2[positive] ** b + 1.0))
+        # Coincident points push apart by the largest step, as in umap-learn.
+        step = np.where(positive[:, None], np.clip(coeff[:, None] * diff, -4.0, 4.0), 4.0) * alpha
+        for d in range(dim):
+            move[:, d] += np.bincount(nh, step[:, d], n)
+        embedding += move

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import os
 import sys
 import threading
-from pathlib import Path
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -91,11 +89,3 @@ def import_locked(name: str) -> Any:
         return module
     with _heavy_lock:
         return importlib.import_module(name)
-
-
-def use_jit_cache_dir(path: Path) -> None:
-    """Point numba's on-disk cache (the map layout's compiled code) at `path`, unless the user
-    set NUMBA_CACHE_DIR or numba is already imported (it reads the variable at import). Without
-    it numba writes beside the package's sources, which an installed package may not allow."""
-    if "numba" not in sys.modules:
-        os.environ.setdefault("NUMBA_CACHE_DIR", str(path))

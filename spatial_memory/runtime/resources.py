@@ -39,9 +39,6 @@ class Embedder(Protocol):
 class Resources:
     def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
         self.settings = settings
-        from .imports import use_jit_cache_dir
-
-        use_jit_cache_dir(settings.jit_cache_dir)
         if embedder is None:
             from ..embeddings import EmbeddingRouter
 
@@ -104,7 +101,7 @@ class Resources:
         self.upkeep.stop()
 
     def warm_up(self) -> None:
-        """Open the store, load the model, then the map layout; failures resurface, typed, on first use."""
+        """Open the store, load the model, then the map's code; failures resurface, typed, on first use."""
         for step in (self.store, self.embedder.load):
             try:
                 step()
@@ -113,9 +110,12 @@ class Resources:
         if self.settings.warm_up_projection:
             _lower_thread_priority()
             try:
-                from ..algorithms import warm_up_projection
+                import numpy as np
+
+                from ..algorithms import cluster_vectors, warm_up_projection
 
                 warm_up_projection()
+                cluster_vectors(np.eye(6), 3)  # imports scikit-learn's HDBSCAN
                 self.projection_warm = True
             except Exception as exc:  # noqa: BLE001
                 log.warning("map layout warm-up failed: %s", exc)
