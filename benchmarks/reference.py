@@ -209,12 +209,12 @@ def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         medians = {}
         for name in ("before", "ours", "reference"):
             values = [r[metric] for r in rows if r["server"] == name and r.get(metric) is not None]
-            if metric.startswith("first_visualize") and name == "ours":
-                values = values[1:] or values  # round 1 is ours' first map ever: reported on its own
+            if metric.startswith("first_visualize") and name != "reference":
+                values = values[1:] or values  # round 1: its first map with an empty user cache, on its own
             if values:
                 medians[name] = statistics.median(values)
                 entry[name] = f"{medians[name]:g} ({min(values):g}-{max(values):g})"
-        if len(medians) == 2 and medians["reference"]:
+        if medians.get("ours") is not None and medians.get("reference"):
             entry["ours / reference"] = f"{medians['ours'] / medians['reference']:.2f}x"
         out.append(entry)
     key = f"first_visualize_{VIZ_MEMORIES}_s"
