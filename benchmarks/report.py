@@ -17,26 +17,6 @@ DOC = Path(__file__).resolve().parent.parent / "docs" / "BENCHMARKS.md"
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 
 
-def reference_figures(reference: dict[str, Any] | None) -> dict[str, str]:
-    """The reference implementation's medians from benchmarks/reference.py's run (measured beside
-    ours in that run, dated), keyed like the targets; empty without such a run."""
-    if not reference:
-        return {}
-    date = reference["generated_at"][:10]
-    rows = {r["metric"]: r for r in reference.get("summary", [])}
-
-    def fig(metric: str, unit: str) -> str:
-        value = rows.get(metric, {}).get("reference")
-        return f"{value.split()[0]}{unit} ({date})" if value else ""
-
-    return {
-        "tools_list_s": fig("spawn_to_tools_list_s", " s"),
-        "remember_batch_1000": fig("remember_batch_per_s", "/s"),
-        "recall_1000": fig("recall_p50_ms", " ms p50"),
-        "peak_rss": fig("peak_rss_after_visualize_mb", " MB after visualize at 1,000"),
-    }
-
-
 def _load(name: str) -> dict[str, Any] | None:
     path = RESULTS_DIR / f"{name}.json"
     return json.loads(path.read_text()) if path.exists() else None
@@ -50,8 +30,7 @@ def _verdict(ok: bool | None) -> str:
     return "n/a" if ok is None else ("met" if ok else "**missed**")
 
 
-def targets(cold, ingest, latency, reference=None) -> list[dict[str, Any]]:
-    ref = reference_figures(reference)
+def targets(cold, ingest, latency) -> list[dict[str, Any]]:
     out = []
     median = (cold or {}).get("median", {})
     if median:
@@ -60,7 +39,6 @@ def targets(cold, ingest, latency, reference=None) -> list[dict[str, Any]]:
                 "target": "`tools/list` within 1.0 s of spawn",
                 "measured": f"{median['tools_list_s']:.2f} s",
                 "verdict": _verdict(median["tools_list_s"] <= 1.0),
-                "reference": ref.get("tools_list_s", ""),
             }
         )
         out.append(
@@ -68,7 +46,6 @@ def targets(cold, ingest, latency, reference=None) -> list[dict[str, Any]]:
                 "target": "first `remember` within 3 s of spawn",
                 "measured": f"{median['first_remember_s']:.2f} s",
                 "verdict": _verdict(median["first_remember_s"] <= 3.0),
-                "reference": "",
             }
         )
     for n in (1000, 10000):
@@ -80,7 +57,6 @@ def targets(cold, ingest, latency, reference=None) -> list[dict[str, Any]]:
                     "target": f"remember_batch >= 85% of the model's raw throughput ({n:,})",
                     "measured": f"{row['remember_batch_per_s']}/s = {ratio:.0%} of {row['model_raw_batched_per_s']}/s",
                     "verdict": _verdict(ratio >= 0.85),
-                    "reference": ref.get("remember_batch_1000", "") if n == 1000 else "",
                 }
             )
     rows = (latency or {}).get("rows", [])
@@ -95,7 +71,6 @@ def targets(cold, ingest, latency, reference=None) -> list[dict[str, Any]]:
                 "target": label + "; p95 <= 2 x p50",
                 "measured": f"p50 {p50} ms, p95 {p95} ms",
                 "verdict": _verdict((limit is None or p50 <= limit) and p95 <= 2 * p50),
-                "reference": ref.get("recall_1000", "") if n == 1000 else "",
             }
         )
     for row in rows:
@@ -107,7 +82,6 @@ def targets(cold, ingest, latency, reference=None) -> list[dict[str, Any]]:
                         "target": f"ANN recall@10 vs exact >= 0.95 at {row['memories']:,} ({queries})",
                         "measured": f"{value:.3f}",
                         "verdict": _verdict(value >= 0.95),
-                        "reference": "",
                     }
                 )
     rss = [r.get("peak_rss_mb") for r in ((ingest or {}).get("rows", []) + rows) if r.get("memories") == 10000]
@@ -118,7 +92,6 @@ def targets(cold, ingest, latency, reference=None) -> list[dict[str, Any]]:
                 "target": "peak RSS < 600 MB at 10,000 memories",
                 "measured": f"{max(rss)} MB (worst of ingest and query runs)",
                 "verdict": _verdict(max(rss) < 600),
-                "reference": ref.get("peak_rss", ""),
             }
         )
     return out
@@ -137,13 +110,7 @@ def render() -> str:
             f"({machine.get('cpus')} cores, {machine.get('memory_mb')} MB, Python {machine.get('python')})."
         )
         lines.append("")
-    lines += ["### Targets", "", *markdown_table(targets(cold, ingest, latency, reference)), ""]
-    if reference:
-        lines += [
-            f"The reference column is spatial-memory-mcp {reference['reference_version']} measured beside this "
-            f"server on {reference['generated_at'][:10]} (`python -m benchmarks.reference`), not a published figure.",
-            "",
-        ]
+    lines += ["### Targets", "", *markdown_table(targets(cold, ingest, latency)), ""]
     if cold:
         runs = [*cold["runs"], {"run": "median of warm runs", **cold["median"]}]
         lines += ["### Cold start (seconds from spawn)", "", *markdown_table(runs), ""]
@@ -165,7 +132,8 @@ def render() -> str:
             "",
             "Both servers (and `before`, the previous build, when the run had one) driven by the same MCP client, "
             f"rounds interleaved; medians with (min-max) over {len({r['round'] for r in reference['rounds']})} rounds. "
-            "first_visualize: the first call of a fresh process on a filled store.",
+            "first_visualize: the first call of a fresh process on a filled store. The reference is compared only "
+            "here, with figures of the same run: the tables above come from other runs.",
             "",
             *markdown_table(reference["summary"]),
             "",
