@@ -49,6 +49,7 @@ from .indexing import IndexPolicy
 from .locking import INDEX_LOCK_FILE, LOCK_FILE, WRITE_ATTEMPTS, StoreLock, backoff, is_retryable
 from .maintenance import Maintenance
 from .records import MemoryRecord, ScoredMemory, is_uuid, utc_now
+from .relations import Relations
 from .schema import (
     ADDED_COLUMNS,
     MODEL_KEY,
@@ -93,7 +94,7 @@ def expiry_seconds(record: MemoryRecord) -> float:
     return record.expires_at.timestamp()
 
 
-class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch, VersionHistory):
+class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch, VersionHistory, Relations):
     def __init__(
         self,
         db_path: Path,
@@ -405,6 +406,19 @@ class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch, Versio
             "version": self._table.version,
         }
 
+    def health_facts(self) -> dict[str, Any]:
+        """Cheap facts for the health tool: rows, table version, index state, the write lock."""
+        return {
+            "rows": self._table.count_rows(),
+            "version": self._table.version,
+            "vector_indexed": self._vector_index_ready(),
+            "writes_since_compaction": self._writes_since_compaction,
+            "needs_compaction": self.needs_compaction(),
+            "exact_copy": self._exact.has_copy(),
+            "lock": self._write_lock.probe(),
+            "path": self._db_path,
+        }
+
     def _fragment_count(self) -> int:
         return int(self._table.stats()["fragment_stats"]["num_fragments"])
 
@@ -600,6 +614,7 @@ class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch, Versio
             return
         data = self._to_arrow(new_records)
         with self._write_lock:
+            self.drop_relations(deletions)
             self._commit(
                 "replace failed, nothing was changed",
                 lambda: (
@@ -627,8 +642,8 @@ class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch, Versio
         return self.delete_where(build_filter(ids=wanted))
 
     def delete_where(self, flt: Filter, *, live: bool = True, extra: str | None = None) -> list[str]:
-        """Delete matching rows and their history (the history first: a crash between leaves
-        the memory, never a history without it); returns the ids deleted. `live`: expired
+        """Delete matching rows, their history and their relations (those first: a crash between
+        leaves the memory, never a history without it); returns the ids deleted. `live`: expired
         memories, which no read returns any more, are not counted; `extra`: a further clause."""
         with self._write_lock:
             if flt.metadata:
@@ -642,6 +657,7 @@ class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch, Versio
             if not ids or where is None:
                 return []
             self.drop_history(ids)
+            self.drop_relations(ids)
             self._commit(
                 "delete failed, nothing was deleted", lambda: self._table.delete(where), change={"removed": ids}
             )

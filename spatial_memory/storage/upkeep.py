@@ -44,6 +44,7 @@ class Upkeep:
         self._thread: threading.Thread | None = None
         self._calls_running = 0
         self._last_call = 0.0
+        self.last_error: str | None = None  # of the last pass (health reports it)
 
     def record_access(self, ids: Iterable[str]) -> None:
         with self._lock:
@@ -67,6 +68,17 @@ class Upkeep:
             quiet = self._calls_running == 0 and now - self._last_call >= self.QUIET_SECONDS
             overdue = self._pending_since is not None and now - self._pending_since >= self.MAX_DEFER_SECONDS
             return quiet or overdue
+
+    @property
+    def running(self) -> bool:
+        """The background thread is alive."""
+        return self._thread is not None and self._thread.is_alive()
+
+    @property
+    def pending(self) -> int:
+        """Recalled memories whose access counts are not written yet."""
+        with self._lock:
+            return len(self._pending)
 
     def poke(self) -> None:
         self._poked = True
@@ -133,7 +145,10 @@ class Upkeep:
             store.refresh_exact()
             if compacted:
                 trim()  # compaction and the reload leave large freed buffers behind
+            self.last_error = None
         except StorageError as exc:
+            self.last_error = str(exc)
             log.warning("upkeep: %s", exc)
-        except Exception:  # noqa: BLE001 - the upkeep thread must survive anything
+        except Exception as exc:  # noqa: BLE001 - the upkeep thread must survive anything
+            self.last_error = f"{type(exc).__name__}: {exc}"
             log.exception("upkeep failed")
