@@ -267,3 +267,109 @@ async def test_two_writers_relating_at_once_lose_nothing(client):
                 group.start_soon(link, i)
     got = (await call(client, "get_memories", memory_ids=ids))["memories"]
     assert all(len(m["relations"]) == 2 for m in got)
+
+
+# ---- 5. spreading activation ----------------------------------------------------------------------
+
+
+async def test_recall_expand_follows_relations_and_conversation_neighbours(client):
+    [hit] = await seed(client, ["The deploy failed on Friday evening."])
+    [cause] = await seed(client, ["Certificates rotate quarterly by cron."])
+    [other_ns] = await seed(client, ["Marketing budget review notes."], "elsewhere")
+    await seed(client, [f"unrelated filler note {i}" for i in range(10)])
+    await call(client, "relate", source_id=cause, target_id=hit, relation="caused")
+    await call(client, "relate", source_id=hit, target_id=other_ns, relation="mentions")
+    plain = await call(client, "recall", query="deploy failed Friday", limit=1)
+    assert plain["memories"][0]["id"] == hit and plain["expanded"] is None
+    grown = await call(client, "recall", query="deploy failed Friday", limit=1, expand=3)
+    reached = {m["id"]: m for m in grown["expanded"]}
+    assert cause in reached and other_ns in reached  # no namespace given: every namespace
+    assert reached[cause]["path"] == [{"from_id": hit, "via": "relation:caused (reverse)"}]
+    assert reached[other_ns]["path"] == [{"from_id": hit, "via": "relation:mentions"}]
+    assert 0 < reached[cause]["activation"] <= 1
+    scoped = await call(client, "recall", query="deploy failed Friday", limit=1, expand=3, namespace="default")
+    assert {m["id"] for m in scoped["expanded"]} == {cause}
+    # Conversation neighbours: the turns around a hit in its session.
+    turns = await seed(
+        client,
+        ["Alice: did you see the lighthouse", "Bob: yes, we sailed past it", "Alice: great"],
+        "chat",
+        session_id="s1",
+    )
+    talk = await call(client, "recall", query="lighthouse", limit=1, namespace="chat", expand=2)
+    assert talk["memories"][0]["id"] == turns[0]
+    assert [m["id"] for m in talk["expanded"]][:1] == [turns[1]]
+    assert talk["expanded"][0]["path"][0]["via"] == "conversation"
+    refused = await fails(client, "recall", query="deploy", expand=2, as_of="2100-01-01T00:00:00Z")
+    assert refused["error"] == "ValidationError" and "as_of" in refused["message"]
+
+
+async def test_wander_may_step_over_a_relation(client):
+    start, far = await seed(client, ["alpha beta gamma", "zulu yankee xray"])
+    await seed(client, [f"alpha beta filler {i}" for i in range(5)])
+    await call(client, "relate", source_id=start, target_id=far, relation="leads to")
+    walk = await call(client, "wander", start_id=start, steps=1, temperature=0.0)
+    assert walk["steps"][1]["memory"]["id"] == far and walk["steps"][1]["via"] == "relation:leads to"
+
+
+# ---- 6. co-recall links and the fsrs decay ------------------------------------------------------------
+
+
+async def test_memories_recalled_together_repeatedly_gain_a_link(client):
+    a, b, c = await seed(client, ["kettle boils water", "kettle descaling vinegar", "kettle whistle noise"])
+    lone = (await seed(client, ["an unrelated note about gardening"]))[0]
+
+    async def linked() -> set[str]:
+        found = await call(client, "recall", query="boils water", limit=1, expand=3, namespace="default")
+        assert found["memories"][0]["id"] == a
+        return {m["id"] for m in found["expanded"] if m["path"][0]["via"] == "co_recall"}
+
+    await call(client, "recall", query="kettle", limit=3)  # once: not yet a link
+    await anyio.sleep(0.6)
+    assert await linked() == set()
+    await call(client, "recall", query="kettle", limit=3)  # twice: linked
+    with anyio.fail_after(20):
+        while await linked() != {b, c}:
+            await anyio.sleep(0.5)  # upkeep writes the links in a pause between calls
+    assert lone not in await linked()
+    # Forgetting a memory drops its links.
+    await call(client, "forget", memory_id=b)
+    assert await linked() == {c}
+
+
+def test_co_recall_strength_is_bounded_and_decays():
+    from datetime import datetime, timedelta, timezone
+
+    from spatial_memory.storage import co_recall
+
+    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    assert co_recall.decayed(1.0, t0, t0 + timedelta(days=co_recall.HALF_LIFE_DAYS)) == pytest.approx(0.5)
+    strength = 0.0
+    for _ in range(50):
+        strength = min(co_recall.MAX_STRENGTH, strength + co_recall.INCREMENT)
+    assert strength == co_recall.MAX_STRENGTH
+    assert co_recall.decayed(co_recall.MIN_STRENGTH / 10, t0, t0) < co_recall.MIN_STRENGTH
+
+
+def test_fsrs_retrievability_halves_at_the_half_life_and_grows_with_recalls():
+    from spatial_memory.algorithms.decay import decay_factor
+
+    days = np.array([0.0, 30.0, 60.0, 30.0])
+    counts = np.array([0, 0, 0, 3])
+    factor = decay_factor(days, function="fsrs", half_life_days=30, access_count=counts, access_weight=0.3)
+    assert factor[0] == 1.0 and factor[1] == pytest.approx(0.5)
+    exponential = decay_factor(days[:3], function="exponential", half_life_days=30)
+    assert factor[2] > exponential[2]  # a power law: a longer tail than the exponential
+    assert factor[3] > factor[1]  # recalled three times: more stable
+
+
+async def test_decay_offers_fsrs(settings):
+    from datetime import datetime, timedelta, timezone
+
+    now = [datetime(2026, 3, 1, tzinfo=timezone.utc)]
+    async with Client(create_server(settings, embedder=HashEmbedder(), clock=lambda: now[0])) as c:
+        await call(c, "remember", content="a memory that will fade", importance=0.8)
+        now[0] += timedelta(days=30)
+        result = await call(c, "decay", decay_function="fsrs", half_life_days=30, dry_run=True)
+    [faded] = result["decayed_memories"]
+    assert faded["decay_factor"] == pytest.approx(0.5, abs=1e-3) and faded["new_importance"] == pytest.approx(0.4)

@@ -214,9 +214,22 @@ class RememberBatchResult(BaseModel):
     superseded: list[str] = Field(default_factory=list)
 
 
+class ActivationStep(BaseModel):
+    from_id: str
+    via: str = Field(description="relation:<label> (reverse: followed backwards), co_recall or conversation.")
+
+
+class ExpandedMemory(MemoryItem):
+    activation: float = Field(description="How strongly the hits activated it (0-1), weighed by the query.")
+    path: list[ActivationStep] = Field(description="How it was reached, from a hit.")
+
+
 class RecallResult(BaseModel):
     memories: list[MemoryItem]
     total: int
+    expanded: list[ExpandedMemory] | None = Field(
+        None, description="With expand: memories reached from the hits by spreading activation."
+    )
 
 
 class NearbyResult(BaseModel):
@@ -322,6 +335,7 @@ class WanderStep(BaseModel):
     memory: MemoryItem
     similarity_to_previous: float
     selection_probability: float
+    via: str | None = Field(None, description="relation:<label> when the step followed a relation.")
 
 
 class WanderResult(BaseModel):

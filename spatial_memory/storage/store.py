@@ -30,6 +30,7 @@ import pyarrow as pa
 
 from ..errors import ConfigurationError, SpatialMemoryError, StorageError
 from .access_ledger import ACCESS_COLUMNS, AccessCounts, AccessLedger
+from .co_recall import CoRecall
 from .connection import LARGE_INDEX_CACHE_BYTES, SMALL_INDEX_CACHE_BYTES, connect
 from .exact_index import ExactIndex, ExactSearch, Written
 from .filters import (
@@ -94,7 +95,7 @@ def expiry_seconds(record: MemoryRecord) -> float:
     return record.expires_at.timestamp()
 
 
-class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch, VersionHistory, Relations):
+class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch, VersionHistory, Relations, CoRecall):
     def __init__(
         self,
         db_path: Path,
@@ -615,6 +616,7 @@ class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch, Versio
         data = self._to_arrow(new_records)
         with self._write_lock:
             self.drop_relations(deletions)
+            self.drop_co_recall(deletions)
             self._commit(
                 "replace failed, nothing was changed",
                 lambda: (
@@ -658,6 +660,7 @@ class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch, Versio
                 return []
             self.drop_history(ids)
             self.drop_relations(ids)
+            self.drop_co_recall(ids)
             self._commit(
                 "delete failed, nothing was deleted", lambda: self._table.delete(where), change={"removed": ids}
             )

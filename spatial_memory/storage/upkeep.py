@@ -35,6 +35,7 @@ class Upkeep:
     def __init__(self, resources: Resources) -> None:
         self._resources = resources
         self._pending: Counter[str] = Counter()
+        self._pairs: Counter[tuple[str, str]] = Counter()  # memories recalled together (co_recall.py)
         self._pending_since: float | None = None
         self._lock = threading.Lock()
         self._flush_lock = threading.Lock()
@@ -51,6 +52,19 @@ class Upkeep:
             if not self._pending:
                 self._pending_since = time.monotonic()
             self._pending.update(ids)
+
+    def record_co_recall(self, ids: Iterable[str]) -> None:
+        """These memories were recalled together: each pair's link grows at the next pass."""
+        from .co_recall import pair
+
+        unique = list(dict.fromkeys(ids))
+        pairs = [pair(a, b) for i, a in enumerate(unique) for b in unique[i + 1 :]]
+        if not pairs:
+            return
+        with self._lock:
+            if not self._pending and not self._pairs:
+                self._pending_since = time.monotonic()
+            self._pairs.update(pairs)
 
     def call_started(self) -> None:
         with self._lock:
@@ -136,8 +150,11 @@ class Upkeep:
             with self._flush_lock:
                 with self._lock:
                     pending, self._pending, self._pending_since = self._pending, Counter(), None
+                    pairs, self._pairs = self._pairs, Counter()
                 if pending:
                     store.record_access(dict(pending))
+                if pairs:
+                    store.record_co_recall(dict(pairs), self._resources.clock())
             self._purge(store)
             compacted = compact and store.needs_compaction()
             if compacted:
