@@ -140,13 +140,16 @@ async def test_corpus_bridges_is_exact_over_every_pair_across_namespaces(client,
     embedder = HashEmbedder()
     rows = [(ns, t) for ns, items in texts.items() for t in items]
     vectors = embedder.embed_documents([t for _, t in rows])
-    expected = sum(
-        1
+    cross = [
+        float(vectors[i] @ vectors[j])
         for i in range(len(rows))
         for j in range(i + 1, len(rows))
-        if rows[i][0] != rows[j][0] and float(vectors[i] @ vectors[j]) >= 0.6
-    )
-    assert found["total_bridges"] == expected == len(found["bridges"])
+        if rows[i][0] != rows[j][0]
+    ]
+    expected = found["total_bridges"]
+    # Equal up to float32 rounding of a product sitting exactly on the threshold.
+    assert sum(x >= 0.6 + 1e-5 for x in cross) <= expected <= sum(x >= 0.6 - 1e-5 for x in cross)
+    assert expected == len(found["bridges"])
     capped = await call(client, "corpus_bridges", min_similarity=0.6, max_bridges=3)
     assert [b["similarity"] for b in capped["bridges"]] == sims[:3] and capped["total_bridges"] == expected
     two = await call(client, "corpus_bridges", namespaces=["a", "c"], min_similarity=0.6, max_bridges=500)
