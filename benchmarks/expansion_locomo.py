@@ -35,7 +35,7 @@ MAIN = (1, 2, 3, 4)
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--path", type=Path, default=locomo.DEFAULT_PATH)
-    parser.add_argument("--expand", default="2,3,5")
+    parser.add_argument("--expand", default="1,3,5")
     args = parser.parse_args()
 
     from spatial_memory.config import Settings
@@ -43,6 +43,7 @@ def main() -> None:
     from spatial_memory.runtime.resources import Resources
     from spatial_memory.server.app import App
     from spatial_memory.services.search import EXPANSION
+    from spatial_memory.storage.filters import build_filter
     from spatial_memory.storage.records import Conversation, NewMemory
 
     conversations = locomo.load(args.path)
@@ -73,23 +74,37 @@ def main() -> None:
     resources.store().compact()
     print(f"stored {len(dia_of)} turns in {time.perf_counter() - started:.1f} s", flush=True)
 
+    ranked: dict[tuple[str, str], list] = {}
+
+    def hits_of(conv, question: str) -> list:
+        """recall's ranking for the question (limit 15: the candidates, so the order, are those of
+        limit 10 too), computed once and reused by every setting."""
+        key = (conv.sample_id, question)
+        if key not in ranked:
+            vector = app.search.query_vector(question)
+            ranked[key] = (vector, app.search.ranked(question, query_vector=vector, limit=15, namespace=conv.sample_id))
+        return ranked[key]
+
     def run(convs, params, e: int) -> dict[int, list[tuple[float, float, float, float]]]:
-        """Per category: (plain R@10, within-10 R@10, plain R@(10+e), added R@(10+e))."""
+        """Per category: (plain R@10, within-10 R@10, plain R@(10+e), added R@(10+e)). The expansion
+        is recall's own (SearchService._expand) from the same top 10 recall returns."""
         out: dict[int, list[tuple[float, float, float, float]]] = {}
         for conv in convs:
+            flt = build_filter(namespace=conv.sample_id)
             for q in conv.questions:
-                plain = app.search.recall(q.question, limit=10 + e, namespace=conv.sample_id)
-                grown = app.search.recall(q.question, limit=10, namespace=conv.sample_id, expand=e, expansion=params)
-                p = [dia_of[m.id] for m in plain.memories]
-                hits = [dia_of[m.id] for m in grown.memories]
-                extra = [dia_of[m.id] for m in grown.expanded or []]
-                within = hits[: 10 - len(extra)] + extra
+                vector, hits = hits_of(conv, q.question)
+                top = hits[:10]
+                grown = app.search._expand(vector, top, {h.record.id for h in top}, flt, e, params)
+                p = [dia_of[h.record.id] for h in hits]
+                shown = [dia_of[h.record.id] for h in top]
+                extra = [dia_of[m.id] for m in grown]
+                within = shown[: 10 - len(extra)] + extra
                 out.setdefault(q.category, []).append(
                     (
                         locomo.recall_at(p, q.evidence, 10),
                         locomo.recall_at(within, q.evidence, 10),
                         locomo.recall_at(p, q.evidence, 10 + e),
-                        locomo.recall_at(hits + extra, q.evidence, 10 + e),
+                        locomo.recall_at(shown + extra, q.evidence, 10 + e),
                     )
                 )
         return out
@@ -102,8 +117,8 @@ def main() -> None:
     tune = [c for c in conversations if c.sample_id in TUNE]
     held = [c for c in conversations if c.sample_id in SCORE]
     grid = {
-        "seeds": (3, 5),
-        "query_gate": (0.5, 1.0),
+        "seeds": (1, 3, 5, 10),
+        "query_gate": (0.0, 0.5, 1.0),
         "conversation_radius": (1, 2),
     }
     tuning_e = 3
