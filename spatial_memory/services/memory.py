@@ -4,7 +4,7 @@ the memories they supersede), forget, forget_batch, one memory, the newest."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -28,7 +28,7 @@ from .results import (
     content_preview,
     timestamp,
 )
-from .write_checks import look_alikes
+from .write_checks import DUPLICATE, LookAlike, look_alikes
 
 ON_DUPLICATE = ("store", "skip", "supersede")
 
@@ -114,38 +114,19 @@ class MemoryService(Service):
         """Store one memory, reporting the stored memories it duplicates or contradicts; with
         `supersedes` (or on_duplicate=supersede) it closes those memories in the same write."""
         check.one_of("on_duplicate", on_duplicate, ON_DUPLICATE)
-        named = self._superseded_ids(supersedes)
-        origin = provenance or Provenance(via="remember")
-        (record,) = self.build_records([item], provenance=origin)
-        store = self._r.store()
-        with store.exclusive():
-            (alike,) = look_alikes(store, [record], self._settings)
-            similar = [_similar(a) for a in alike]
-            if on_duplicate == "skip" and any(a.relation == "duplicate" for a in alike):
-                kept = next(a for a in alike if a.relation == "duplicate")
-                return RememberResult(
-                    id=kept.memory_id,
-                    content=record.content,
-                    namespace=record.namespace,
-                    created_at=timestamp(record.created_at),
-                    stored=False,
-                    similar_existing=similar,
-                )
-            closing = list(dict.fromkeys([*named, *(a.memory_id for a in alike if on_duplicate == "supersede")]))
-            if closing:
-                record = self._successor(store, record, closing, origin)
-                successor_of = dict.fromkeys(closing, record.id)
-                store.supersede([record], self._closing(store, closing), successor_of, self._settings.max_versions)
-            else:
-                store.add([record])
-        self._r.upkeep.poke()
+        (record,) = self.build_records([item], provenance=provenance or Provenance(via="remember"))
+        written = self._write([record], on_duplicate, self._superseded_ids(supersedes))
+        (alike,) = written.alike
+        if written.skipped:
+            record = replace(record, id=next(a.memory_id for a in alike if a.relation == DUPLICATE))
         return RememberResult(
             id=record.id,
             content=record.content,
             namespace=record.namespace,
             created_at=timestamp(record.created_at),
-            similar_existing=similar,
-            superseded=closing,
+            stored=not written.skipped,
+            similar_existing=[_similar(a) for a in alike],
+            superseded=written.closed,
         )
 
     def remember_batch(
@@ -163,39 +144,42 @@ class MemoryService(Service):
             )
         check.one_of("on_duplicate", on_duplicate, ON_DUPLICATE)
         records = self.build_records(items, provenance=provenance or Provenance(via="remember_batch"))
+        written = self._write(records, on_duplicate, [])
+        return RememberBatchResult(
+            ids=[r.id for r in written.stored],
+            count=len(written.stored),
+            similar_existing=[_similar(a, index=i) for i, found in enumerate(written.alike) for a in found],
+            skipped=written.skipped,
+            superseded=written.closed,
+        )
+
+    def _write(self, records: list[MemoryRecord], on_duplicate: str, supersedes: list[str]) -> _Written:
+        """Store records in one commit, after looking for their stored look-alikes under the write
+        lock: a record with a duplicate is left out (on_duplicate=skip); the memories named by
+        `supersedes` (for the first record) and with on_duplicate=supersede every look-alike are
+        closed, each linked to the record that replaces it."""
         store = self._r.store()
         with store.exclusive():
             alike = look_alikes(store, records, self._settings)
-            similar = [_similar(a, index=i) for i, found in enumerate(alike) for a in found]
             skipped = [
                 i
                 for i, found in enumerate(alike)
-                if on_duplicate == "skip" and any(a.relation == "duplicate" for a in found)
+                if on_duplicate == "skip" and any(a.relation == DUPLICATE for a in found)
             ]
-            kept = [r for i, r in enumerate(records) if i not in set(skipped)]
-            closing: list[str] = []
+            stored = [r for i, r in enumerate(records) if i not in set(skipped)]
+            successor_of: dict[str, str] = dict.fromkeys(supersedes, stored[0].id) if stored else {}
             if on_duplicate == "supersede":
-                closing = list(dict.fromkeys(a.memory_id for found in alike for a in found))
-            if closing:
-                # Each closed memory's successor: the first item that resembles it.
-                successor = {}
                 for record, found in zip(records, alike, strict=True):
                     for a in found:
-                        successor.setdefault(a.memory_id, record.id)
-                old = self._closing(store, closing)
-                records_by_id = {r.id: r for r in kept}
-                for r in old:
-                    new = records_by_id[successor[r.id]]
-                    derived = (*new.provenance.derived_from, r.id) if new.provenance else (r.id,)
-                    records_by_id[new.id] = replace(new, provenance=new.provenance.but(derived_from=derived))
-                kept = [records_by_id[r.id] for r in kept]
-                store.supersede(kept, old, successor, self._settings.max_versions)
-            elif kept:
-                store.add(kept)
+                        successor_of.setdefault(a.memory_id, record.id)
+            if successor_of:
+                closed = self._closing(store, list(successor_of))
+                stored = [_successor(r, [i for i, s in successor_of.items() if s == r.id]) for r in stored]
+                store.supersede(stored, closed, successor_of, self._settings.max_versions)
+            elif stored:
+                store.add(stored)
         self._r.upkeep.poke()
-        return RememberBatchResult(
-            ids=[r.id for r in kept], count=len(kept), similar_existing=similar, skipped=skipped, superseded=closing
-        )
+        return _Written(stored, alike, skipped, list(successor_of))
 
     def _superseded_ids(self, supersedes: Sequence[str] | None) -> list[str]:
         if supersedes is None:
@@ -217,11 +201,6 @@ class MemoryService(Service):
                 "(already superseded, expired or forgotten?). Use recall or get_memories to find current ids."
             )
         return found
-
-    @staticmethod
-    def _successor(store, record: MemoryRecord, closing: list[str], origin: Provenance) -> MemoryRecord:
-        via = "supersede" if origin.via in ("remember", "remember_batch") else origin.via
-        return replace(record, provenance=record.provenance.but(via=via, derived_from=tuple(closing)))
 
     def forget(
         self,
@@ -275,6 +254,23 @@ class MemoryService(Service):
         return RecentMemories(
             namespace=namespace, memories=[MemoryDetail.of(r) for r in records], total_in_namespace=table.num_rows
         )
+
+
+@dataclass
+class _Written:
+    stored: list[MemoryRecord]
+    alike: list[list[LookAlike]]  # per record given
+    skipped: list[int]  # indexes of records not stored
+    closed: list[str]  # ids of the memories superseded
+
+
+def _successor(record: MemoryRecord, closes: list[str]) -> MemoryRecord:
+    """The record with its provenance naming the memories it closes."""
+    if not closes or record.provenance is None:
+        return record
+    origin = record.provenance
+    via = "supersede" if origin.via in ("remember", "remember_batch") else origin.via
+    return replace(record, provenance=origin.but(via=via, derived_from=(*origin.derived_from, *closes)))
 
 
 def _similar(found, *, index: int | None = None) -> SimilarMemory:
