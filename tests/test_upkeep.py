@@ -20,6 +20,9 @@ class FakeStore:
     def needs_compaction(self):
         return False
 
+    def purge_expired(self):
+        return []
+
     def refresh_exact(self):
         pass
 
