@@ -219,7 +219,13 @@ class ActivationStep(BaseModel):
     via: str = Field(description="relation:<label> (reverse: followed backwards), co_recall or conversation.")
 
 
-class ExpandedMemory(MemoryItem):
+class ExpandedMemory(BaseModel):
+    """A memory reached from recall's hits (get_memories gives the rest of it)."""
+
+    id: str
+    content: str
+    namespace: str
+    similarity: float = Field(description="Cosine similarity to the query.")
     activation: float = Field(description="How strongly the hits activated it (0-1), weighed by the query.")
     path: list[ActivationStep] = Field(description="How it was reached, from a hit.")
 

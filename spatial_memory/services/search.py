@@ -329,10 +329,12 @@ class SearchService(Service):
             record.vector = None
             found.append(
                 ExpandedMemory(
+                    id=record.id,
+                    content=record.content,
+                    namespace=record.namespace,
                     similarity=round(similarity, 6),
                     activation=round(weighed, 6),
                     path=[ActivationStep(from_id=a, via=kind) for a, kind in node.path],
-                    **record.summary(),
                 )
             )
         found.sort(key=lambda m: -m.activation)
