@@ -94,7 +94,8 @@ def main() -> None:
             for q in conv.questions:
                 vector, hits = hits_of(conv, q.question)
                 top = hits[:10]
-                grown = app.search._expand(vector, top, {h.record.id for h in top}, flt, e, params)
+                seeds = top[: params.seeds]
+                grown = app.search._expand(vector, seeds, {h.record.id for h in top}, flt, e, params)
                 p = [dia_of[h.record.id] for h in hits]
                 shown = [dia_of[h.record.id] for h in top]
                 extra = [dia_of[m.id] for m in grown]

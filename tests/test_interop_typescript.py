@@ -253,6 +253,8 @@ def test_every_tool_succeeds_through_the_typescript_client(node, tmp_path):
         },  # 43
         {"call": "get_memories", "arguments": {"memory_ids": ["$0.ids.6"]}},  # 44
         {"call": "unrelate", "arguments": {"source_id": "$0.ids.5", "target_id": "$0.ids.6"}},  # 45
+        {"call": "relate", "arguments": {"source_id": "$0.ids.3", "target_id": "$0.ids.6", "relation": "caused"}},  # 46
+        {"call": "recall", "arguments": {"query": "Billing moved to MySQL 8.", "namespace": NS, "expand": 3}},  # 47
     ]
     with TsClient(node, server_spec(store, **exchange_env(exchange)), tmp_path / "driver.log") as client:
         listed = {t["name"] for t in client.tools}
@@ -312,6 +314,9 @@ def test_every_tool_succeeds_through_the_typescript_client(node, tmp_path):
     assert data[42]["total_bridges"] >= 1 and {top["a"]["id"], top["b"]["id"]} == {batch["ids"][3], data[40]["id"]}
     assert data[43]["created"] and data[44]["memories"][0]["relations"][0]["relation"] == "supports"
     assert data[45]["removed"] == 1
+    assert {"from_id": batch["ids"][3], "via": "relation:caused"} in [
+        step for m in data[47]["expanded"] for step in m["path"]
+    ] or batch["ids"][6] in {m["id"] for m in data[47]["memories"]}
 
 
 # ---- 2. typed errors ------------------------------------------------------------------------

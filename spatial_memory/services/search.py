@@ -256,15 +256,19 @@ class SearchService(Service):
         expanded = None
         if expand:
             flt = build_filter(namespace=namespace, tags=tags, filters=filters, since=since, until=until)
+            # Seeds: the best hits, and a pinned memory that answers the query as well as they do.
+            seeds = [ScoredMemory(h.record, h.similarity) for h in hits[: (expansion or EXPANSION).seeds]]
+            floor = min((h.similarity for h in seeds), default=1.0)
+            seeds += [f for f in firsts if f.similarity >= floor]
             expanded = self._expand(
-                query_vector, hits, {h.record.id for h in shown}, flt, expand, expansion or EXPANSION
+                query_vector, seeds, {h.record.id for h in shown}, flt, expand, expansion or EXPANSION
             )
         return RecallResult(memories=items, total=len(items), expanded=expanded)
 
     def _expand(
         self,
         query_vector: np.ndarray,
-        hits: list[RankedHit],
+        seeds_hits: list[ScoredMemory],
         shown: set[str],
         flt: Filter,
         count: int,
@@ -275,7 +279,6 @@ class SearchService(Service):
         query (p.query_gate) and the `count` strongest above p.threshold are returned."""
         from ..algorithms.activation import spread
 
-        seeds_hits = hits[: p.seeds]
         if not seeds_hits:
             return []
         store = self._r.store()
