@@ -36,6 +36,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--path", type=Path, default=locomo.DEFAULT_PATH)
     parser.add_argument("--expand", default="1,3,5")
+    parser.add_argument(
+        "--similar", action="store_true", help="also spread to memories similar to each node (similar_weight)"
+    )
     args = parser.parse_args()
 
     from spatial_memory.config import Settings
@@ -122,6 +125,14 @@ def main() -> None:
         "query_gate": (0.0, 0.5, 1.0),
         "conversation_radius": (1, 2),
     }
+    if args.similar:
+        grid = {
+            "seeds": (1, 3),
+            "query_gate": (0.5, 1.0),
+            "conversation_weight": (0.0,),
+            "similar_weight": (1.0,),
+            "hops": (1, 2),
+        }
     tuning_e = 3
     best, best_gain = None, -np.inf
     print(f"tuning on {', '.join(TUNE)} (expand={tuning_e}, criterion: categories 1-4 recall@13, added)")
@@ -133,7 +144,7 @@ def main() -> None:
         print(f"  {dict(zip(grid, values))}: gain {gain:+.4f} (multi-hop {multi:+.4f})", flush=True)
         if gain > best_gain:
             best, best_gain = params, gain
-    print(f"chosen: seeds={best.seeds} query_gate={best.query_gate} radius={best.conversation_radius}")
+    print(f"chosen: {best}")
     print(f"\nscored on {', '.join(SCORE)} (held out)")
     header = f"{'expand':>6} {'category':<16} {'n':>4} {'R@10':>7} {'within10':>9} {'R@10+e':>8} {'added':>7}"
     print(header)

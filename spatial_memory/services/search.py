@@ -46,6 +46,8 @@ class ExpansionParams:
     co_recall_weight: float = 1.0  # x the link's strength (0-1)
     conversation_weight: float = 0.6  # / the distance in turns
     conversation_radius: int = 1
+    similar_weight: float = 0.0  # x cosine to the node; 0: off (it did not help on LoCoMo)
+    similar_k: int = 5
     query_gate: float = 0.5  # activation x (1 - gate + gate x cosine to the query)
     threshold: float = 0.05
     max_candidates: int = 200
@@ -313,6 +315,23 @@ class SearchService(Service):
                             gap = abs(n.conversation.sequence - c.sequence)
                             if 0 < gap <= p.conversation_radius:
                                 yield record.id, n.id, p.conversation_weight / gap, "conversation"
+            if p.similar_weight > 0:
+                # Off by default (measured: benchmarks/expansion_locomo.py): the memories nearest to
+                # the query moved towards each node, a second hop by meaning.
+                for memory_id in ids:
+                    record = known.get(memory_id)
+                    if record is None or record.vector is None:
+                        found = store.get_many([memory_id], with_vectors=True)
+                        if not found:
+                            continue
+                        record = known[memory_id] = found[0]
+                    toward = query_vector + np.asarray(record.vector, dtype=np.float32)
+                    toward /= np.linalg.norm(toward) or 1.0
+                    for hit in store.search(toward, p.similar_k + 1, flt, with_vectors=True):
+                        if hit.record.id != memory_id:
+                            known.setdefault(hit.record.id, hit.record)
+                            near = float(np.dot(hit.record.vector, record.vector))
+                            yield memory_id, hit.record.id, max(near, 0.0) * p.similar_weight, "similar"
 
         reached = spread(seeds, edges_of, hops=p.hops, decay=p.decay)
         candidates = [i for i in reached if i not in shown][: p.max_candidates]
