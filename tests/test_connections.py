@@ -376,3 +376,16 @@ async def test_decay_offers_fsrs(settings):
         result = await call(c, "decay", decay_function="fsrs", half_life_days=30, dry_run=True)
     [faded] = result["decayed_memories"]
     assert faded["decay_factor"] == pytest.approx(0.5, abs=1e-3) and faded["new_importance"] == pytest.approx(0.4)
+
+
+async def test_health_of_a_read_only_store_is_degraded_and_relate_is_refused(settings):
+    async with Client(create_server(settings, embedder=HashEmbedder())) as c:
+        a, b = await seed(c, ["one memory", "another memory"])
+    read_only = Settings(path=settings.path, preload=False, read_only=True)
+    async with Client(create_server(read_only, embedder=HashEmbedder())) as c:
+        report = await call(c, "health", verbose=True)
+        refused = await fails(c, "relate", source_id=a, target_id=b, relation="supports")
+    assert report["status"] == "degraded" and report["ready"] is True
+    checks = {x["name"]: x for x in report["checks"]}
+    assert checks["store"]["status"] == "warning" and "read-only" in checks["store"]["message"]
+    assert refused["error"] == "ReadOnlyStoreError"

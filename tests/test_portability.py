@@ -167,13 +167,12 @@ async def test_export_file_headers(source_settings):
     first = document["memories"][0]
     assert first["importance"] == 0.8 and first["created_at"].endswith("Z") and len(first["vector"]) == 64
     header = (exports / "h.csv").read_bytes().decode("utf-8").split("\r\n", 1)[0]
-    from spatial_memory.portability.formats import COLUMNS
-
-    assert header.startswith(
-        "id,content,namespace,importance,tags,source,metadata,created_at,updated_at,last_accessed,access_count,"
-        "session_id,sequence,speaker,occurred_at,"
+    assert (
+        header
+        == "id,content,namespace,importance,tags,source,metadata,created_at,updated_at,last_accessed,access_count,"
+        "session_id,sequence,speaker,occurred_at,memory_type,expires_at,pinned,version,provenance,valid_until,"
+        "retired_by,superseded_by,relations"
     )
-    assert header == ",".join(COLUMNS)
 
 
 async def test_export_overwrites_atomically_and_failures_leave_nothing(source_settings, monkeypatch):

@@ -35,7 +35,10 @@ class HealthService(Service):
 
         def store() -> tuple[str, str]:
             facts.update(self._r.store().health_facts())
-            return "ok", f"{facts['rows']:,} memories, table version {facts['version']}"
+            text = f"{facts['rows']:,} memories, table version {facts['version']}"
+            if facts["read_only"]:
+                return "warning", f"{text}; read-only: {facts['read_only'][:300]}"
+            return "ok", text
 
         run("store", store)
         run("model", self._model)
@@ -47,7 +50,7 @@ class HealthService(Service):
         run("version", lambda: ("ok", f"spatial-memory-mcp {__version__}"))
         statuses = {c.status for c in checks}
         status = "unhealthy" if "error" in statuses else "degraded" if "warning" in statuses else "healthy"
-        store_ok = any(c.name == "store" and c.status == "ok" for c in checks)
+        store_ok = any(c.name == "store" and c.status != "error" for c in checks)
         return HealthResult(
             status=status,
             ready=store_ok and self._r.embedder.loaded and status != "unhealthy",
@@ -90,6 +93,8 @@ def _disk(path) -> tuple[str, str]:
 
 
 def _lock(state: str) -> tuple[str, str]:
+    if state == "read-only":
+        return "ok", "not taken: the store is read-only"
     if state == "unlocked":
         return "warning", "no file locking on this file system: processes sharing the store are not serialized"
     return "ok", "free" if state == "free" else "held: a write is running"

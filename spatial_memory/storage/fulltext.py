@@ -54,7 +54,7 @@ class FullTextSearch:
         from lancedb.index import FTS
 
         try:
-            if self.has_fts_index():
+            if self.read_only or self.has_fts_index():
                 return
             with self._write_lock:
                 if not self.has_fts_index():

@@ -151,9 +151,10 @@ class Upkeep:
                 with self._lock:
                     pending, self._pending, self._pending_since = self._pending, Counter(), None
                     pairs, self._pairs = self._pairs, Counter()
-                if pending:
+                # A read-only store cannot record recall accesses or co-recall links: they are dropped.
+                if pending and not store.read_only:
                     store.record_access(dict(pending))
-                if pairs:
+                if pairs and not store.read_only:
                     store.record_co_recall(dict(pairs), self._resources.clock())
             self._purge(store)
             compacted = compact and store.needs_compaction()
