@@ -84,8 +84,8 @@ def main() -> None:
         limit 10 too), computed once and reused by every setting."""
         key = (conv.sample_id, question)
         if key not in ranked:
-            vector = app.search.query_vector(question)
-            ranked[key] = (vector, app.search.ranked(question, query_vector=vector, limit=15, namespace=conv.sample_id))
+            hits, vector = app.search._ranked(question, limit=15, namespace=conv.sample_id)
+            ranked[key] = (vector, hits)
         return ranked[key]
 
     def run(convs, params, e: int) -> dict[int, list[tuple[float, float, float, float]]]:

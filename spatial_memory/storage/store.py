@@ -6,11 +6,11 @@ using the store (`StoreLock`, locking.py); each public write is a single LanceDB
 is either fully applied or not at all.
 
 The class is assembled from parts, one concern each: exact_index.ExactSearch (the in-memory
-exact copy), access_ledger.AccessCounts (recall access counts), maintenance.Maintenance
-(compaction, index upkeep) and fulltext.FullTextSearch (keyword search); schema.py holds the
-table's schema and row conversion. This module keeps what they share: opening the table, the
-reads, and the write path (lock, commit with retry, the exact copy told of each commit). It
-is over 400 lines because those reads and writes uphold one set of invariants together.
+exact copy), candidates.CandidateSearch (recall's candidates as columns), access_ledger.AccessCounts
+(recall access counts), maintenance.Maintenance (compaction, index upkeep) and fulltext.FullTextSearch
+(keyword search); schema.py holds the table's schema and row conversion. This module keeps what they
+share: opening the table, the reads, and the write path (lock, commit with retry, the exact copy told
+of each commit). It is over 400 lines because those reads and writes uphold one set of invariants together.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ import pyarrow as pa
 
 from ..errors import ConfigurationError, SpatialMemoryError, StorageError
 from .access_ledger import ACCESS_COLUMNS, AccessCounts, AccessLedger
+from .candidates import CandidateSearch
 from .co_recall import CoRecall
 from .connection import LARGE_INDEX_CACHE_BYTES, SMALL_INDEX_CACHE_BYTES, connect
 from .exact_index import ExactIndex, ExactSearch, Written
@@ -97,7 +98,9 @@ def expiry_seconds(record: MemoryRecord) -> float:
     return record.expires_at.timestamp()
 
 
-class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch, VersionHistory, Relations, CoRecall):
+class MemoryStore(
+    ExactSearch, CandidateSearch, AccessCounts, Maintenance, FullTextSearch, VersionHistory, Relations, CoRecall
+):
     def __init__(
         self,
         db_path: Path,
