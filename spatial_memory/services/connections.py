@@ -33,6 +33,8 @@ TERM_WEIGHT = 0.25
 DEPTH_PER_RESULT = 4
 # Rows per block of corpus_bridges' similarity products (bounds the memory a block takes).
 BRIDGE_BLOCK = 1024
+# ... and at most this many similarities per block (256 MB of float32), whatever the corpus size.
+BRIDGE_BLOCK_CELLS = 1 << 26
 
 
 def relation_label(value: str) -> str:
@@ -228,8 +230,9 @@ def _bridges(
     begin = 0
     for end in ends[:-1].tolist():
         later = laid[end:]
-        for start in range(begin, end, BRIDGE_BLOCK):
-            stop = min(start + BRIDGE_BLOCK, end)
+        rows_per_block = max(1, min(BRIDGE_BLOCK, BRIDGE_BLOCK_CELLS // max(len(later), 1)))
+        for start in range(begin, end, rows_per_block):
+            stop = min(start + rows_per_block, end)
             block = laid[start:stop] @ later.T
             rows, cols = np.nonzero(block >= threshold)
             if rows.size:
