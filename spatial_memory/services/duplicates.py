@@ -59,10 +59,12 @@ def closest_stored(store, namespace: str, vectors: np.ndarray, k: int = 1) -> li
     """For each vector: (id, cosine similarity) of the `k` closest stored memories of the namespace,
     closest first."""
     flt = build_filter(namespace=namespace)
-    total = store.count(flt)
-    if total == 0 or len(vectors) == 0:
+    if len(vectors) == 0:
+        return []
+    total = store.count(flt) if len(vectors) > FEW_VECTORS else None
+    if total == 0:
         return [[] for _ in vectors]
-    if FEW_VECTORS < len(vectors) and total <= EXACT_SCAN_LIMIT:
+    if total is not None and total <= EXACT_SCAN_LIMIT:
         from ..storage.schema import vectors_of
 
         table = store.scan_arrow(["id", "vector"], flt)

@@ -47,6 +47,7 @@ class Written:
     session_id: str | None = None
     sequence: int | None = None
     expires: float = float("inf")  # epoch seconds; inf: never (pinned, or no expiry)
+    pinned: bool = False
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class Snapshot:
     sessions: np.ndarray  # int32 codes into ExactIndex._session_codes, -1 for none
     sequences: np.ndarray  # int64 sequence within the session, -1 for none
     expires: np.ndarray  # float64 epoch seconds of expiry, inf for never
+    pinned: np.ndarray  # bool
     vectors: np.ndarray  # (capacity, dim) float32; rows >= n are not part of this snapshot
     alive: np.ndarray  # bool, length n
     positions: dict[str, int]  # id -> row of its live entry
@@ -115,6 +117,7 @@ class ExactIndex:
                 sessions=np.array([self._session(s) for s in sessions_in], dtype=np.int32),
                 sequences=np.array([-1 if q is None else q for q in sequences_in], dtype=np.int64),
                 expires=expires,
+                pinned=_pinned(table),
                 vectors=vectors,
                 alive=np.ones(n, dtype=bool),
                 positions={memory_id: i for i, memory_id in enumerate(ids)},
@@ -148,6 +151,14 @@ class ExactIndex:
         # Ties broken by row order, so equal scores come back in a stable order.
         best = best[np.lexsort((candidates[best], -chosen[best]))]
         return [(int(candidates[i]), float(chosen[i])) for i in best]
+
+    def pinned_rows(self, snap: Snapshot, namespace: str | None) -> list[int]:
+        """Live pinned rows (of one namespace, or all)."""
+        mask = snap.alive & snap.pinned[: snap.n]
+        if namespace is not None:
+            code = self._namespace_codes.get(namespace)
+            mask &= snap.namespaces == (-2 if code is None else code)
+        return np.flatnonzero(mask).tolist()
 
     def session_rows(
         self, snap: Snapshot, windows: Sequence[tuple[str, int, int]], namespace: str | None, now: float
@@ -232,7 +243,7 @@ class ExactIndex:
                         addresses[row] = UNKNOWN
                         current_summary[row] = False
             n, vectors, ids, namespaces = snap.n, snap.vectors, snap.ids, snap.namespaces
-            sessions, sequences, expires = snap.sessions, snap.sequences, snap.expires
+            sessions, sequences, expires, pinned = snap.sessions, snap.sequences, snap.expires, snap.pinned
             if written:
                 m = len(written)
                 if len(positions) + m > self.max_rows:
@@ -256,6 +267,7 @@ class ExactIndex:
                     [sequences, np.array([-1 if w.sequence is None else w.sequence for w in written], np.int64)]
                 )
                 expires = np.concatenate([expires, np.array([w.expires for w in written], np.float64)])
+                pinned = np.concatenate([pinned, np.array([w.pinned for w in written], bool)])
                 alive = np.concatenate([alive, np.ones(m, dtype=bool)])
                 current_summary = np.concatenate([current_summary, np.zeros(m, dtype=bool)])
                 for offset, w in enumerate(written):
@@ -274,6 +286,7 @@ class ExactIndex:
                 sessions=sessions,
                 sequences=sequences,
                 expires=expires,
+                pinned=pinned,
                 vectors=vectors,
                 alive=alive,
                 positions=positions,
@@ -323,6 +336,14 @@ class ExactIndex:
         if code is None:
             code = self._namespace_codes[namespace] = len(self._namespace_codes)
         return code
+
+
+def _pinned(table: pa.Table) -> np.ndarray:
+    if "pinned" not in table.column_names:
+        return np.zeros(table.num_rows, dtype=bool)
+    import pyarrow.compute as pc
+
+    return pc.fill_null(table.column("pinned"), False).to_numpy(zero_copy_only=False).astype(bool)
 
 
 def _expiries(table: pa.Table) -> np.ndarray:
@@ -405,6 +426,13 @@ class ExactSearch:
         snap, namespace = found
         rows = self._exact.session_rows(snap, windows, namespace, self.now().timestamp())
         return self._fetch_rows(snap, rows, with_vectors=True)
+
+    def _exact_pinned(self, namespace: str | None) -> list[MemoryRecord] | None:
+        """Pinned memories (with vectors) from the copy; None when LanceDB must answer."""
+        snap = self._exact_snapshot()
+        if snap is None:
+            return None
+        return self._fetch_rows(snap, self._exact.pinned_rows(snap, namespace), with_vectors=True)
 
     def _fetch_rows(self, snap: Snapshot, rows: list[int], *, with_vectors: bool) -> list[MemoryRecord] | None:
         """The records at these rows of the copy, in order; None when the table no longer

@@ -86,6 +86,7 @@ def _written(records: Sequence[MemoryRecord]) -> list[Written]:
             r.conversation.session_id,
             r.conversation.sequence,
             expiry_seconds(r),
+            bool(r.pinned),
         )
         for r in records
     ]
@@ -310,6 +311,18 @@ class MemoryStore(
         self._expiry_at_version = (version, first)
         return first
 
+    def _follow_expiry(self, before: int | None, change: dict[str, Any] | None) -> None:
+        """Keep the earliest expiry across this process's own commit (no scan at the next read): the
+        rows it wrote can only bring it forward, and deleted rows can only leave it too early, which
+        costs a where clause, never a wrong answer."""
+        cached = self._expiry_at_version
+        self._expiry_at_version = None
+        if cached is None or change is None or cached[0] != before:
+            return
+        written = change.get("written", ())
+        first = min([cached[1], *(w.expires for w in written)])
+        self._expiry_at_version = (self._table.version, first)
+
     def expired_ids(self) -> list[str]:
         """Memories past their expiry, still stored (upkeep purges them)."""
         now = self.now()
@@ -331,8 +344,10 @@ class MemoryStore(
 
     def pinned(self, namespace: str | None, limit: int) -> list[MemoryRecord]:
         """A namespace's pinned memories (every namespace's when None), most important first, with
-        their vectors."""
-        records = self.scan(pinned_only(namespace), with_vectors=True)
+        their vectors: from the exact copy when it can answer."""
+        records = self._exact_pinned(namespace)
+        if records is None:
+            records = self.scan(pinned_only(namespace), with_vectors=True)
         records.sort(key=lambda r: (-r.importance, r.created_at, r.id))
         return records[:limit]
 
@@ -483,13 +498,15 @@ class MemoryStore(
         `change` describes the commit to the exact index (ExactIndex.committed); without it the
         exact copy is dropped and reloaded by the next search."""
         with self._write_lock:
-            before = self._table.version if self._exact.has_copy() else None
+            expiry = self._expiry_at_version
+            before = self._table.version if self._exact.has_copy() or expiry is not None else None
             try:
                 result = self._attempt(failure, action, landed)
             except BaseException:
                 self._exact.invalidate()
                 raise
-            if change is None or before is None:
+            self._follow_expiry(before, change)
+            if change is None or before is None or not self._exact.has_copy():
                 self._exact.invalidate()
             else:
                 try:
