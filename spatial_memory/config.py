@@ -108,6 +108,16 @@ class Settings(BaseSettings):
         description="Longest wait for the store's write lock held by another process; then the write fails, retryable.",
     )
 
+    capture_ingest: bool = Field(
+        True,
+        description="Store what client hooks captured (`spatial-memory setup-hooks`) within a second of the hook.",
+    )
+    capture_namespace: str | None = Field(
+        None,
+        description="The namespace hooks capture into (default: project-<the git repository's directory name>); "
+        "hooks read it from the environment.",
+    )
+
     export_dirs: list[Path] = Field(
         default_factory=list, description="Directories export_memories may write to (default: <path>/exports)."
     )

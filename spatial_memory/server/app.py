@@ -58,12 +58,24 @@ class App:
         self.consolidation = ConsolidationService(self.resources)
 
 
+def _capture_ingester(app: App):
+    """Store what client hooks spool (capture/), within a second of their writing it."""
+    if not app.resources.settings.capture_ingest:
+        return None
+    from ..capture.ingest import SpoolIngester
+
+    ingester = SpoolIngester(app)
+    ingester.start()
+    return ingester
+
+
 def create_server(settings: Settings, *, embedder: Embedder | None = None) -> SpatialMemoryMCPServer:
     @asynccontextmanager
     async def lifespan(server: SpatialMemoryMCPServer) -> AsyncIterator[App]:
         resources = Resources(settings, embedder)
         app = server.app = App(resources)
         resources.upkeep.start()
+        capture = _capture_ingester(app)
         if settings.preload:
             threading.Thread(target=resources.warm_up, name="spatial-memory-warm-up", daemon=True).start()
         try:
@@ -72,6 +84,8 @@ def create_server(settings: Settings, *, embedder: Embedder | None = None) -> Sp
             # Shielded: on SIGINT/SIGTERM the whole run is cancelled, and the drain must still
             # happen (running writes finish, pending access counts are written).
             with anyio.CancelScope(shield=True):
+                if capture is not None:
+                    await anyio.to_thread.run_sync(capture.stop, settings.lock_timeout_seconds)
                 await anyio.to_thread.run_sync(resources.close, settings.lock_timeout_seconds)
 
     server = SpatialMemoryMCPServer(

@@ -448,3 +448,39 @@ class ImportResult(BaseModel):
     new_ids_assigned: int = Field(
         description="Records given a new id because theirs was missing, not a UUID, repeated, or already in the store."
     )
+
+
+class SetupHooksResult(BaseModel):
+    """setup_hooks: the configuration that makes a client capture memories (nothing is written)."""
+
+    client: str
+    scope: str
+    hooks_file: str = Field(description="Where the hooks go (merged with the hooks already there).")
+    hooks: dict[str, Any] = Field(description="The hook configuration to merge into hooks_file.")
+    mcp_file: str = Field(description="Where the MCP server entry goes, under mcpServers.")
+    mcp_server: dict[str, Any] = Field(description='The entry for mcpServers["spatial-memory"].')
+    write_command: str = Field(description="The command line that merges both into the files (backups first).")
+
+    @classmethod
+    def of(cls, setup: Any) -> SetupHooksResult:
+        flags = f"--client {setup.client} --{setup.scope} --write"
+        return cls(
+            client=setup.client,
+            scope=setup.scope,
+            hooks_file=str(setup.hooks_file),
+            hooks=setup.hooks,
+            mcp_file=str(setup.mcp_file),
+            mcp_server=setup.mcp_server,
+            write_command=f"spatial-memory setup-hooks {flags}",
+        )
+
+    def render(self) -> str:
+        """The result as the command line shows it."""
+        import json
+
+        return (
+            f"# {self.client} hooks ({self.scope}): merge into {self.hooks_file}\n"
+            f"{json.dumps(self.hooks, indent=2)}\n\n"
+            f'# MCP server: {self.mcp_file}, under "mcpServers"\n'
+            f"{json.dumps({'spatial-memory': self.mcp_server}, indent=2)}"
+        )
