@@ -110,7 +110,9 @@ class Settings(BaseSettings):
 
     capture_ingest: bool = Field(
         True,
-        description="Store what client hooks captured (`spatial-memory setup-hooks`) within a second of the hook.",
+        description="Store what client hooks captured (`spatial-memory setup-hooks`) within a second of the hook; "
+        "with no server running, a hook starts `spatial-memory ingest` itself. False: the spool waits for "
+        "`spatial-memory ingest`.",
     )
     capture_namespace: str | None = Field(
         None,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +24,25 @@ RECALL_LIMIT = 5
 RECALL_MIN_SIMILARITY = 0.3
 
 
-def build_within(budget_seconds: float, store_path: Path, namespace: str, session_id: str, prompt: str | None) -> str:
-    """The context text, with the parts ready within `budget_seconds` ("" when none)."""
+def build_within(
+    budget_seconds: float,
+    store_path: Path,
+    namespace: str,
+    session_id: str,
+    prompt: str | None,
+    *,
+    open_app: Callable[[Path], Any] | None = None,
+) -> str:
+    """The context text, with the parts ready within `budget_seconds` ("" when none). `prompt`
+    None means a session start. `open_app` builds the App over the store (tests pass their own)."""
     if not (store_path / "lancedb").exists():
         return ""  # nothing stored yet: do not create a store just to find it empty
     parts: list[str] = []
     worker = threading.Thread(
-        target=_build, args=(parts, store_path, namespace, session_id, prompt), name="capture-context", daemon=True
+        target=_build,
+        args=(parts, open_app or _open, store_path, namespace, session_id, prompt),
+        name="capture-context",
+        daemon=True,
     )
     worker.start()
     worker.join(budget_seconds)
@@ -40,9 +53,16 @@ def build_within(budget_seconds: float, store_path: Path, namespace: str, sessio
     return text if len(text) <= MAX_CONTEXT_CHARS else text[: MAX_CONTEXT_CHARS - 1] + "…"
 
 
-def _build(parts: list[str], store_path: Path, namespace: str, session_id: str, prompt: str | None) -> None:
+def _build(
+    parts: list[str],
+    open_app: Callable[[Path], Any],
+    store_path: Path,
+    namespace: str,
+    session_id: str,
+    prompt: str | None,
+) -> None:
     try:
-        app = _open(store_path)
+        app = open_app(store_path)
         store = app.resources.store()
         if prompt is None:
             pinned = _pinned(app, store, namespace)

@@ -26,8 +26,8 @@ from .selection import from_text, from_tool_use, remember_highlights, session_su
 from .session_state import session_state, take_sequences
 from .spool import Spool
 
-INGEST_ENV = "SPATIAL_MEMORY_CAPTURE_INGEST"  # "auto" (default) or "never"
-CONTEXT_SECONDS = {p.SESSION_START: 10.0, p.PROMPT: 3.0}  # well inside the hook timeouts setup.py sets
+INGEST_ENV = "SPATIAL_MEMORY_CAPTURE_INGEST"  # Settings.capture_ingest: false = no one ingests on their own
+CONTEXT_SECONDS = {p.SESSION_START: 10.0, p.PROMPT: 5.0}  # well inside the hook timeouts setup.py sets
 CONTEXT_ENV = "SPATIAL_MEMORY_CAPTURE_CONTEXT_SECONDS"
 MAX_OUTPUT_CHARS = 32_000  # of a tool's output, read for errors: its head and tail
 # Events after which a background ingester is started when no server would ingest.
@@ -57,6 +57,11 @@ def run(event_name: str, *, client: str | None = None, store: str | None = None,
     _answer(event, context)
     if event.kind in _INGEST_AFTER:
         start_ingester_if_idle(spool, store_path)
+    if context is not None and _context_still_running():
+        # A context part that missed the budget is still loading the model or the store: do not
+        # wait for it at interpreter exit. Everything the client needs is written and flushed.
+        sys.stderr.flush()
+        os._exit(status)
     return status
 
 
@@ -69,7 +74,10 @@ def capture(event: p.HookEvent, spool: Spool, namespace: str) -> list[dict]:
             items += from_text(redact(event.prompt), "user", occurred_at=now_iso())
         elif event.kind in (p.TOOL_USE, p.FILE_EDIT, p.SHELL):
             response = redact_value(_bounded(event.tool_response))
-            items += from_tool_use(event.tool_name, redact_value(event.tool_input), response, state, project)
+            found = from_tool_use(event.tool_name, redact_value(event.tool_input), response, state, project)
+            for item in found:
+                item.ref = event.tool_use_id
+            items += found
         elif event.kind == p.ASSISTANT_TEXT and event.text:
             items += from_text(redact(event.text), "assistant", ref=event.tool_use_id, occurred_at=now_iso())
         if event.kind in (p.PRE_COMPACT, p.STOP, p.SESSION_END) and event.transcript_path:
@@ -115,7 +123,9 @@ def store_directory(explicit: str | None = None) -> Path:
 def start_ingester_if_idle(spool: Spool, store_path: Path) -> None:
     """Start a detached `spatial-memory ingest` when there is something to ingest and neither a
     server nor another ingester is running; the hook does not wait for it."""
-    if os.environ.get(INGEST_ENV, "auto") == "never" or not spool.has_work():
+    if os.environ.get(INGEST_ENV, "true").strip().lower() in ("0", "false", "no", "off", "n", "f"):
+        return
+    if not spool.has_work():
         return
     from .presence import someone_ingesting
 
@@ -135,7 +145,7 @@ def start_ingester_if_idle(spool: Spool, store_path: Path) -> None:
         _warn(f"spatial-memory hook: could not start the background ingester: {exc}")
 
 
-def _context(event: p.HookEvent, store_path: Path, namespace: str) -> str | None:
+def _context(event: p.HookEvent, store_path: Path, namespace: str) -> str:
     import logging
 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(message)s")
@@ -146,11 +156,17 @@ def _context(event: p.HookEvent, store_path: Path, namespace: str) -> str | None
     except ValueError:
         budget = CONTEXT_SECONDS[event.kind]
     if budget <= 0:
-        return None
+        return ""
     prompt = redact(event.prompt) if event.kind == p.PROMPT and event.prompt else None
     if event.kind == p.PROMPT and not prompt:
-        return None
-    return build_within(budget, store_path, namespace, event.session_id, prompt) or None
+        return ""
+    return build_within(budget, store_path, namespace, event.session_id, prompt)
+
+
+def _context_still_running() -> bool:
+    import threading
+
+    return any(t.name == "capture-context" and t.is_alive() for t in threading.enumerate())
 
 
 def _answer(event: p.HookEvent, context: str | None) -> None:
