@@ -112,7 +112,9 @@ async def test_claude_code_hooks_end_to_end_to_recall(tmp_path: Path) -> None:
             done = await anyio.to_thread.run_sync(run_hook, name.split("_")[0], payloads[name], settings.path)
             assert done.returncode == 0, done.stderr
         acknowledged = time.monotonic()
-        hit = await recall_until(client, "PostgreSQL billing decision", "project-my-proj", "We decided to use PostgreSQL 16")
+        hit = await recall_until(
+            client, "PostgreSQL billing decision", "project-my-proj", "We decided to use PostgreSQL 16"
+        )
         assert time.monotonic() - acknowledged < RECALL_DEADLINE
         write_transcript(
             transcript,

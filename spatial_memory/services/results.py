@@ -455,11 +455,11 @@ class SetupHooksResult(BaseModel):
 
     client: str
     scope: str
-    hooks_file: str = Field(description="Where the hooks go (merged with the hooks already there).")
-    hooks: dict[str, Any] = Field(description="The hook configuration to merge into hooks_file.")
-    mcp_file: str = Field(description="Where the MCP server entry goes, under mcpServers.")
-    mcp_server: dict[str, Any] = Field(description='The entry for mcpServers["spatial-memory"].')
-    write_command: str = Field(description="The command line that merges both into the files (backups first).")
+    hooks_file: str
+    hooks: dict[str, Any] = Field(description="To merge into hooks_file.")
+    mcp_file: str
+    mcp_server: dict[str, Any] = Field(description='mcp_file\'s mcpServers["spatial-memory"].')
+    write_command: str = Field(description="Merges both into the files, backups first.")
 
     @classmethod
     def of(cls, setup: Any) -> SetupHooksResult:

@@ -19,15 +19,10 @@ def register(tools: ToolSet, a: Arguments) -> None:
     async def setup_hooks(
         client: Annotated[Literal["claude-code", "cursor"], Field(description="The client to capture from.")],
         ctx: Context,
-        scope: Annotated[
-            Literal["user", "project"], Field(description="Your user settings (every project) or one project's.")
-        ] = "user",
+        scope: Annotated[Literal["user", "project"], Field(description="User settings, or one project's.")] = "user",
     ) -> Annotated[CallToolResult, SetupHooksResult]:
-        """Show the hooks and MCP entry that make a client store memories automatically (nothing is written).
-
-        The hooks capture edits, failed commands and their fixes, and decisions from the conversation,
-        secrets redacted, into the project's namespace, and give the model context at session start.
-        Merge them with the returned write_command, run by the user."""
+        """Show the hooks and MCP entry that make a client capture memories by itself (edits, failures and
+        fixes, decisions; secrets redacted). Writes nothing: the user runs write_command."""
         return await call(ctx, lambda app: _setup(app, client, scope))
 
 
