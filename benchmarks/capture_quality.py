@@ -22,11 +22,15 @@ from spatial_memory.capture import payloads
 from spatial_memory.capture.hook import capture
 from spatial_memory.capture.spool import Spool
 
-SESSION = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "hooks" / "labelled_session.json"
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "hooks"
+SESSION = FIXTURES / "labelled_session.json"  # the rules were written with this one in view
+HELD_OUT = FIXTURES / "labelled_session_cursor.json"  # labelled before the rules first ran on it
 
 
 def replay(session: dict, workdir: Path) -> list[dict]:
     """The spool records the hooks write for the session (in order)."""
+    if session.get("client") == "cursor":
+        return replay_cursor(session, workdir)
     project = workdir / "project"
     (project / ".git").mkdir(parents=True, exist_ok=True)
     transcript = workdir / "transcript.jsonl"
@@ -65,6 +69,35 @@ def replay(session: dict, workdir: Path) -> list[dict]:
             previous = "assistant"
     fire("Stop", stop_hook_active=False)
     fire("SessionEnd", reason="prompt_input_exit")
+    return records
+
+
+def replay_cursor(session: dict, workdir: Path) -> list[dict]:
+    """Cursor's events for the session: beforeSubmitPrompt, afterAgentResponse, afterFileEdit,
+    afterShellExecution, then stop and sessionEnd (each unit's id as its generation_id)."""
+    project = workdir / "project"
+    (project / ".git").mkdir(parents=True, exist_ok=True)
+    spool = Spool(workdir / "store")
+    common = {"conversation_id": session["session_id"], "workspace_roots": [str(project)], "cursor_version": "2.1.0"}
+    records: list[dict] = []
+
+    def fire(name: str, **fields) -> None:
+        event = payloads.parse(name, json.dumps({**common, "hook_event_name": name, **fields}))
+        records.extend(capture(event, spool, "project-sample"))
+
+    for unit in session["units"]:
+        ids = {"generation_id": unit["id"]}
+        if unit["kind"] == "message" and unit["speaker"] == "user":
+            fire("beforeSubmitPrompt", prompt=unit["text"], attachments=[], **ids)
+        elif unit["kind"] == "message":
+            fire("afterAgentResponse", text=unit["text"], **ids)
+        elif unit["kind"] == "edit":
+            edits = json.loads(json.dumps(unit["edits"]))
+            fire("afterFileEdit", file_path=unit["file_path"].replace("$CWD", str(project)), edits=edits, **ids)
+        else:
+            fire("afterShellExecution", command=unit["command"], output=unit["output"], duration=100, **ids)
+    fire("stop", status="completed", loop_count=0)
+    fire("sessionEnd", session_id=session["session_id"], reason="user_close")
     return records
 
 
@@ -114,10 +147,12 @@ def evaluate(session: dict | None = None) -> dict:
 
 
 def main() -> None:
-    result = evaluate()
     verbose = "-v" in sys.argv
-    shown = result if verbose else {k: v for k, v in result.items() if k != "captured"}
-    print(json.dumps(shown, indent=2))
+    out = {}
+    for name, path in (("claude-code (rules written with it in view)", SESSION), ("cursor (held out)", HELD_OUT)):
+        result = evaluate(json.loads(path.read_text()))
+        out[name] = result if verbose else {k: v for k, v in result.items() if k != "captured"}
+    print(json.dumps(out, indent=2))
 
 
 if __name__ == "__main__":

@@ -46,10 +46,13 @@ def build_within(
     )
     worker.start()
     worker.join(budget_seconds)
-    taken = list(parts)  # the worker may still append: what is there now is what we send
-    if not taken:
+    return render(namespace, list(parts))  # the worker may still append: what is there now is sent
+
+
+def render(namespace: str, parts: list[str]) -> str:
+    if not parts:
         return ""
-    text = f"Memories from spatial-memory (namespace {namespace}):\n" + "\n".join(taken)
+    text = f"Memories from spatial-memory (namespace {namespace}):\n" + "\n".join(parts)
     return text if len(text) <= MAX_CONTEXT_CHARS else text[: MAX_CONTEXT_CHARS - 1] + "…"
 
 
@@ -62,23 +65,26 @@ def _build(
     prompt: str | None,
 ) -> None:
     try:
-        app = open_app(store_path)
-        store = app.resources.store()
-        if prompt is None:
-            pinned = _pinned(app, store, namespace)
-            if pinned:
-                parts.append("Pinned:\n" + _bullets(r.content for r in pinned))
-            last = _last_session(store, namespace, session_id)
-            if last:
-                parts.append(last)
-        else:
-            found = app.search.recall(
-                prompt, namespace=namespace, limit=RECALL_LIMIT, min_similarity=RECALL_MIN_SIMILARITY
-            )
-            if found.memories:
-                parts.append("Related to this prompt:\n" + _bullets(m.content for m in found.memories))
+        parts_for(parts, open_app(store_path), namespace, session_id, prompt)
     except Exception as exc:  # noqa: BLE001 - no context is better than a failing hook
         log.warning("capture context unavailable: %s", exc)
+
+
+def parts_for(parts: list[str], app: Any, namespace: str, session_id: str, prompt: str | None) -> None:
+    """Append the context's parts to `parts`, each as soon as it is ready (the caller may stop
+    waiting): for a session start (prompt None) pinned memories and the last session, else recall."""
+    store = app.resources.store()
+    if prompt is None:
+        pinned = _pinned(store, namespace)
+        if pinned:
+            parts.append("Pinned:\n" + _bullets(r.content for r in pinned))
+        last = _last_session(store, namespace, session_id)
+        if last:
+            parts.append(last)
+        return
+    found = app.search.recall(prompt, namespace=namespace, limit=RECALL_LIMIT, min_similarity=RECALL_MIN_SIMILARITY)
+    if found.memories:
+        parts.append("Related to this prompt:\n" + _bullets(m.content for m in found.memories))
 
 
 def _open(store_path: Path) -> Any:
@@ -91,7 +97,7 @@ def _open(store_path: Path) -> Any:
     return App(Resources(Settings(path=store_path, preload=False)))
 
 
-def _pinned(app: Any, store: Any, namespace: str) -> list[Any]:
+def _pinned(store: Any, namespace: str) -> list[Any]:
     from ..storage.filters import build_filter
 
     return store.scan(build_filter(namespace=namespace, filters={"metadata.pinned": True}), limit=PINNED_LIMIT)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -160,7 +161,15 @@ def _context(event: p.HookEvent, store_path: Path, namespace: str) -> str:
     prompt = redact(event.prompt) if event.kind == p.PROMPT and event.prompt else None
     if event.kind == p.PROMPT and not prompt:
         return ""
-    return build_within(budget, store_path, namespace, event.session_id, prompt)
+    from .context_server import ask
+
+    started = time.monotonic()
+    answered = ask(store_path, namespace, event.session_id, prompt, budget)  # a running server's: fast
+    if answered is not None:
+        return answered
+    return build_within(
+        max(0.0, budget - (time.monotonic() - started)), store_path, namespace, event.session_id, prompt
+    )
 
 
 def _context_still_running() -> bool:

@@ -50,20 +50,26 @@ def ingest_all(app: Any, spool: Spool) -> int:
 
 
 class SpoolIngester:
-    """A server's background thread: ingests the spool as soon as a hook adds to it."""
+    """A server's background thread: ingests the spool as soon as a hook adds to it; with a
+    ContextServer, it also answers the hooks' context requests while it runs."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, context_server: Any = None) -> None:
         self._app = app
+        self._context_server = context_server
         self._spool = Spool(app.resources.settings.path)
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
+        if self._context_server is not None:
+            self._context_server.start()
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="spatial-memory-capture-ingest", daemon=True)
             self._thread.start()
 
     def stop(self, timeout: float = 30.0) -> None:
+        if self._context_server is not None:
+            self._context_server.stop()
         self._stopping.set()
         if self._thread is not None:
             self._thread.join(timeout=timeout)

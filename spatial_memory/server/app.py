@@ -62,9 +62,10 @@ def _capture_ingester(app: App):
     """Store what client hooks spool (capture/), within a second of their writing it."""
     if not app.resources.settings.capture_ingest:
         return None
+    from ..capture.context_server import ContextServer
     from ..capture.ingest import SpoolIngester
 
-    ingester = SpoolIngester(app)
+    ingester = SpoolIngester(app, ContextServer(app))
     ingester.start()
     return ingester
 
