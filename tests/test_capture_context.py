@@ -142,7 +142,11 @@ async def test_a_running_server_answers_the_prompt_hook(tmp_path: Path) -> None:
     async with server(settings) as client:
         await anyio.to_thread.run_sync(run_hook, "UserPromptSubmit", payloads["UserPromptSubmit"], settings.path)
         await recall_until(client, "PostgreSQL billing", NS, "We decided to use PostgreSQL 16")
-        ask = {**payloads["UserPromptSubmit"], "session_id": "next", "prompt": "which database did we decide to use for the billing service"}
+        ask = {
+            **payloads["UserPromptSubmit"],
+            "session_id": "next",
+            "prompt": "which database did we decide to use for the billing service",
+        }
         started = time.monotonic()
         done = await anyio.to_thread.run_sync(run_hook, "UserPromptSubmit", ask, settings.path)
         took = time.monotonic() - started
