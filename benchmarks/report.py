@@ -163,6 +163,18 @@ def render() -> str:
                 f"{exact['top10_identical_to_brute_force']:.1%} of {exact['queries']} queries.",
                 "",
             ]
+    changes = _load("changes")
+    if changes:
+        lines += [
+            f"### Memories that change, {changes['memories']:,} memories (ms through the protocol)",
+            "",
+            *markdown_table(changes["rows"]),
+            "",
+            "tools/list:",
+            "",
+            *markdown_table([changes["tools_list"]]),
+            "",
+        ]
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -23,7 +23,7 @@ from .common import call, call_result, open_fds, percentiles, print_table, rss_m
 if TYPE_CHECKING:
     import numpy as np
 
-SECTIONS = ("cold_start", "ingest", "latency", "spatial", "quality")
+SECTIONS = ("cold_start", "ingest", "latency", "spatial", "quality", "changes")
 
 
 def _fresh_store(root: Path, name: str, models: Path | None) -> Path:
@@ -423,6 +423,10 @@ async def main_async(args: argparse.Namespace) -> None:
             results["latency"] = await latency(root, sizes)
         if "spatial" in only:
             results["spatial"] = await spatial(root, tuple(int(x) for x in args.spatial_sizes.split(",")))
+        if "changes" in only:
+            from .changes import changes
+
+            results["changes"] = await changes(root, 10_000, build_synthetic_store, _fresh_store)
         if "quality" in only:
             results["quality"] = await quality(root, tuple(float(a) for a in args.alphas.split(",")))
         for name, payload in results.items():

@@ -108,6 +108,31 @@ class Settings(BaseSettings):
         description="Longest wait for the store's write lock held by another process; then the write fails, retryable.",
     )
 
+    max_versions: int = Field(
+        20, ge=1, le=1_000, description="Versions kept per memory (update_memory keeps the previous ones)."
+    )
+    conversation_ttl_days: float = Field(
+        30.0, gt=0, description="How long a memory of type conversation lives before it expires."
+    )
+    context_ttl_hours: float = Field(
+        0.0,
+        ge=0,
+        description="How long a memory of type context lives (0 = until the end of the day, server local time).",
+    )
+    duplicate_threshold: float = Field(
+        0.9, ge=0.5, le=1.0, description="Similarity from which remember reports a stored memory as a near-duplicate."
+    )
+    contradiction_threshold: float = Field(
+        0.75,
+        ge=0.5,
+        le=1.0,
+        description="Similarity from which a stored look-alike that differs in a number, date or negation is "
+        "reported as a likely contradiction.",
+    )
+    max_pinned_in_recall: int = Field(
+        10, ge=0, le=100, description="Pinned memories recall puts first, at most (0 = none)."
+    )
+
     capture_ingest: bool = Field(
         True,
         description="Store what client hooks captured (`spatial-memory setup-hooks`) within a second of the hook; "

@@ -152,6 +152,12 @@ def number_in(name: str, value: Any, low: float, high: float) -> float:
     return float(value)
 
 
+def flag(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValidationError(f"{name} must be true or false")
+    return value
+
+
 def one_of(name: str, value: Any, allowed: Sequence[str]) -> str:
     if value not in allowed:
         raise ValidationError(f"{name} must be one of {', '.join(allowed)}; got {str(value)[:40]!r}")

@@ -33,8 +33,8 @@ def seeded_app(tmp_path: Path) -> App:
     """A store with a pinned memory and an earlier session's captures, summary included."""
     settings = store_settings(tmp_path)
     app = App(Resources(settings, HashEmbedder()))
-    app.memory.remember(NewMemory("Deploys go through the release train on Tuesdays", NS, metadata={"pinned": True}))
-    app.memory.remember(NewMemory("Unrelated pinned note", "elsewhere", metadata={"pinned": True}))
+    app.memory.remember(NewMemory("Deploys go through the release train on Tuesdays", NS, pinned=True))
+    app.memory.remember(NewMemory("Unrelated pinned note", "elsewhere", pinned=True))
     payloads = fixture("claude_code", make_project(tmp_path), tmp_path / "t.jsonl")
     spool = Spool(settings.path)
     for key in (

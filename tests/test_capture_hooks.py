@@ -130,6 +130,15 @@ async def test_claude_code_hooks_end_to_end_to_recall(tmp_path: Path) -> None:
             client, "root cause MySQL driver", "project-my-proj", "root cause was the MySQL driver"
         )
         summary = await recall_until(client, "session summary", "project-my-proj", "Session summary")
+        (full,) = data(await client.call_tool("get_memories", {"memory_ids": [hit["id"]]}))["memories"]
+    assert full["memory_type"] == "conversation" and full["source"] == "extracted"
+    assert full["provenance"] == {
+        "via": "hook",
+        "client": "claude-code",
+        "client_version": None,
+        "session_id": "cc-fixture-0001",
+        "derived_from": [],
+    }
     assert hit["session_id"] == "cc-fixture-0001" and hit["speaker"] == "user" and hit["occurred_at"]
     assert hit["metadata"]["captured_by"] == "hook" and hit["metadata"]["capture_event"] == "UserPromptSubmit"
     assert fix["speaker"] == "tool" and fix["metadata"]["capture_tool"] == "Bash"

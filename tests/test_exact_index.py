@@ -76,10 +76,10 @@ def test_top_matches_numpy_and_breaks_ties_by_row():
     snap = index.load(table, version=3)
     query = vectors[3]
     expected = sorted(range(50), key=lambda i: (-float(vectors[i] @ query), i))[:10]
-    assert [row for row, _ in index.top(snap, query, 10, None)] == expected
-    in_a = [row for row, _ in index.top(snap, query, 50, "a")]
+    assert [row for row, _ in index.top(snap, query, 10, None, 0.0)] == expected
+    in_a = [row for row, _ in index.top(snap, query, 50, "a", 0.0)]
     assert in_a and all(row % 2 for row in in_a) and len(in_a) == 25
-    assert index.top(snap, query, 5, "missing") == []
+    assert index.top(snap, query, 5, "missing", 0.0) == []
     assert index.current(4) is None and index.current(3) is snap
 
 

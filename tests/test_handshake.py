@@ -145,7 +145,7 @@ def test_legacy_initialize_is_replayed_to_the_sdk_and_answered_once(tmp_path):
         ids = [line["id"] for line in lines if "id" in line]
         assert sorted(map(str, ids)) == ["1", "3", "two"]  # every request answered exactly once
         assert answers[1]["result"]["protocolVersion"] == "2025-06-18"
-        assert len(answers["two"]["result"]["tools"]) == 22
+        assert len(answers["two"]["result"]["tools"]) == 25
         assert answers[3]["result"]["structuredContent"]["total_memories"] == 0  # the SDK session is initialized
     assert second[1] == first[1] and second["two"] == first["two"]
 

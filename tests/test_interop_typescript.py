@@ -223,6 +223,26 @@ def test_every_tool_succeeds_through_the_typescript_client(node, tmp_path):
         {"call": "forget_batch", "arguments": {"memory_ids": ["$0.ids.1", "$0.ids.2", unknown]}},  # 30
         {"call": "forget", "arguments": {"namespace": "extracted"}},  # 31
         {"call": "stats", "arguments": {"namespace": "empty"}},  # 32: the null fields of an empty selection
+        {
+            "call": "update_memory",
+            "arguments": {"memory_id": "$0.ids.3", "content": "Billing moved to MySQL 8.", "pinned": True},
+        },  # 33
+        {"call": "memory_history", "arguments": {"memory_id": "$0.ids.3"}},  # 34
+        {
+            "call": "remember",
+            "arguments": {
+                "content": "The payments team meets on Tuesdays now.",
+                "namespace": NS,
+                "supersedes": ["$0.ids.4"],
+                "memory_type": "conversation",
+            },
+        },  # 35
+        {"call": "get_memories", "arguments": {"memory_ids": ["$0.ids.3", "$0.ids.4", "$35.id", unknown]}},  # 36
+        {
+            "call": "recall",
+            "arguments": {"query": "billing database", "namespace": NS, "as_of": "2100-01-01T00:00:00Z"},
+        },  # 37
+        {"call": "recall", "arguments": {"query": "anything at all", "namespace": NS, "limit": 1}},  # 38: pinned first
     ]
     with TsClient(node, server_spec(store, **exchange_env(exchange)), tmp_path / "driver.log") as client:
         listed = {t["name"] for t in client.tools}
@@ -266,6 +286,16 @@ def test_every_tool_succeeds_through_the_typescript_client(node, tmp_path):
     assert data[30]["deleted"] == 2 and sorted(data[30]["ids"]) == sorted(batch["ids"][1:3])
     assert data[31]["deleted"] == data[16]["memories_created"]
     assert data[32]["total_memories"] == 0 and data[32]["oldest_memory_date"] is None
+    assert data[33]["changed"] == ["content", "pinned"] and data[33]["memory"]["version"] == 2
+    assert [v["version"] for v in data[34]["versions"]] == [2, 1] and data[34]["versions"][1]["retired_by"] == "update"
+    assert data[35]["superseded"] == [batch["ids"][4]]
+    by_id = {m["id"]: m for m in data[36]["memories"]}
+    assert data[36]["not_found"] == [unknown] and by_id[batch["ids"][3]]["versions"] == 2
+    assert by_id[batch["ids"][4]]["current"] is False and by_id[batch["ids"][4]]["superseded_by"] == data[35]["id"]
+    assert by_id[data[35]["id"]]["memory_type"] == "conversation" and by_id[data[35]["id"]]["expires_at"]
+    assert by_id[data[35]["id"]]["provenance"]["via"] == "supersede"
+    assert batch["ids"][4] not in {m["id"] for m in data[37]["memories"]}
+    assert data[38]["memories"][0]["id"] == batch["ids"][3] and data[38]["memories"][0]["pinned"] is True
 
 
 # ---- 2. typed errors ------------------------------------------------------------------------

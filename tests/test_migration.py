@@ -42,6 +42,7 @@ async def test_a_release_0_1_0_store_migrates_with_nothing_lost(old_store, real_
         assert stats["total_memories"] == len(before)
         after = _rows(old_store / "lancedb")
         added = ("session_id", "sequence", "speaker", "occurred_at")
+        added += ("memory_type", "expires_at", "pinned", "version", "provenance")  # memories that change
         assert [{k: v for k, v in r.items() if k not in added} for r in after] == before
         assert all(r[name] is None for r in after for name in added)
         # The old memories are found as before, and new ones with conversation fields sit beside them.

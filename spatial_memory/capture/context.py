@@ -98,9 +98,7 @@ def _open(store_path: Path) -> Any:
 
 
 def _pinned(store: Any, namespace: str) -> list[Any]:
-    from ..storage.filters import build_filter
-
-    return store.scan(build_filter(namespace=namespace, filters={"metadata.pinned": True}), limit=PINNED_LIMIT)
+    return store.pinned(namespace, PINNED_LIMIT)
 
 
 def _last_session(store: Any, namespace: str, session_id: str) -> str:

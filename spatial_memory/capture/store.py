@@ -2,7 +2,9 @@
 
 Records keep the ids the hook gave them, and ids already stored are skipped, so a claim retried
 after a crash between the commit and the deletion of its file stores nothing twice. Captures
-are conversation memories (session_id, sequence, speaker, occurred_at) with provenance "hook".
+are conversation memories (memory_type "conversation", so they expire after
+conversation_ttl_days unless pinned; session_id, sequence, speaker, occurred_at) with provenance
+via "hook" naming the client, its version and its session.
 """
 
 from __future__ import annotations
@@ -37,6 +39,16 @@ def new_memory(record: dict[str, Any]):
             speaker=record.get("speaker"),
             occurred_at=occurred_at,
         ),
+        memory_type=MEMORY_TYPE,
+    )
+
+
+def provenance(record: dict[str, Any]):
+    from ..storage.records import Provenance
+
+    text = lambda key: record[key] if isinstance(record.get(key), str) else None  # noqa: E731
+    return Provenance(
+        via=VIA, client=text("client"), client_version=text("client_version"), session_id=text("session_id")
     )
 
 
@@ -79,11 +91,14 @@ def _build(app: Any, records: list[dict[str, Any]]) -> list:
                 log.warning("dropping captured memory %s: %s", record["id"], exc.message)
     for memory_record, record in zip(built, kept, strict=True):
         memory_record.id = record["id"]
+        memory_record.provenance = provenance(record)  # one embedding call for the batch, origins per record
     return built
 
 
 # Captures are statements found in a session, as extract finds them in a text.
 SOURCE = "extracted"
+MEMORY_TYPE = "conversation"
+VIA = "hook"
 
 
 def _well_formed(record: Any) -> bool:

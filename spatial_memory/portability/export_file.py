@@ -92,6 +92,14 @@ def _export_rows(table: pa.Table) -> Iterable[dict[str, Any]]:
             "sequence": row["sequence"],
             "speaker": row["speaker"],
             "occurred_at": iso(row["occurred_at"]) if row["occurred_at"] is not None else None,
+            "memory_type": row["memory_type"] or "fact",
+            "expires_at": iso(row["expires_at"]) if row["expires_at"] is not None else None,
+            "pinned": bool(row["pinned"]),
+            "version": int(row["version"] or 1),
+            "provenance": json.loads(row["provenance"]) if row["provenance"] else None,
+            "valid_until": iso(row["valid_until"]) if row["valid_until"] is not None else None,
+            "retired_by": row["retired_by"],
+            "superseded_by": row["superseded_by"],
         }
 
 
@@ -129,6 +137,8 @@ def write_export(path: Path, table: pa.Table, fmt: str, header: ExportHeader) ->
                 cells = [row[c] for c in COLUMNS]
                 cells[COLUMNS.index("tags")] = json.dumps(row["tags"], ensure_ascii=False)
                 cells[COLUMNS.index("metadata")] = json.dumps(row["metadata"], ensure_ascii=False)
+                if row["provenance"] is not None:
+                    cells[COLUMNS.index("provenance")] = json.dumps(row["provenance"], ensure_ascii=False)
                 if vectors is not None:
                     cells.append(vector_text(vectors[i]))
                 writer.writerow(cells)

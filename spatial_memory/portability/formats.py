@@ -7,6 +7,10 @@ anything that reads its files:
     id, content, namespace, importance, tags, source, metadata, created_at, updated_at,
     last_accessed, access_count[, vector]
 
+then ours: the conversation fields (session_id, sequence, speaker, occurred_at), what a memory is
+(memory_type, expires_at, pinned), its version and provenance (a JSON object), and for the rows of
+retired versions valid_until, retired_by and superseded_by (see HISTORY_FIELDS).
+
 - Parquet (zstd): tags a list of strings, metadata a JSON string, timestamps UTC microseconds,
   vector a fixed-size float32 list; the schema metadata holds `spatial_memory.format`,
   `.format_version`, `.embedding_model`, `.embedding_dim`, `.exported_at`.
@@ -49,7 +53,18 @@ COLUMNS = [
     "sequence",
     "speaker",
     "occurred_at",
+    "memory_type",
+    "expires_at",
+    "pinned",
+    "version",
+    "provenance",
+    "valid_until",
+    "retired_by",
+    "superseded_by",
 ]
+# A row with valid_until set is a retired version of the memory with its id (a state replaced by
+# update_memory, or closed by the memory superseded_by names): it goes back into the history.
+HISTORY_FIELDS = ("valid_until", "retired_by", "superseded_by")
 TIMESTAMPS = ("created_at", "updated_at", "last_accessed")
 META = "spatial_memory."
 MAX_SHOWN_VALUE = 100

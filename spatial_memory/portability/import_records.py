@@ -15,7 +15,7 @@ import numpy as np
 from .. import validation as check
 from ..config import Settings
 from ..errors import ValidationError
-from ..storage.records import SOURCES, Conversation, utc_now
+from ..storage.records import MEMORY_TYPES, SOURCES, Conversation, Provenance, utc_now
 from .formats import (
     MAX_ACCESS_COUNT,
     MAX_SHOWN_VALUE,
@@ -41,6 +41,21 @@ class ImportRecord:
     access_count: int
     conversation: Conversation
     vector: np.ndarray | None
+    memory_type: str = "fact"
+    expires_at: datetime | None = None
+    pinned: bool = False
+    version: int = 1
+    provenance: Provenance | None = None
+    retired: Retirement | None = None  # set for a retired version (a row with valid_until)
+
+
+@dataclass
+class Retirement:
+    """How a retired version stopped being current (formats.HISTORY_FIELDS)."""
+
+    valid_until: datetime
+    retired_by: str
+    superseded_by: str | None
 
 
 @dataclass
@@ -139,6 +154,65 @@ def _conversation(raw: dict[str, Any]) -> Conversation:
             (f for f in ("session_id", "sequence", "speaker", "occurred_at") if f in exc.message), "conversation"
         )
         raise _Problem(field, exc.message, raw.get(field)) from None
+
+
+def _memory_type(value: Any) -> str:
+    if value is None or value == "":
+        return "fact"
+    if value not in MEMORY_TYPES:
+        raise _Problem("memory_type", f"must be one of {', '.join(MEMORY_TYPES)}", value)
+    return value
+
+
+def _flag(name: str, value: Any) -> bool:
+    if value is None or value == "":
+        return False
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0"):  # a CSV cell
+        return value.strip().lower() in ("true", "1")
+    raise _Problem(name, "must be true or false", value)
+
+
+def _version(value: Any) -> int:
+    if value is None or value == "":
+        return 1
+    try:
+        number = int(value.strip()) if isinstance(value, str) else value
+    except ValueError:
+        number = None
+    if isinstance(number, float) and number.is_integer():
+        number = int(number)
+    if isinstance(number, bool) or not isinstance(number, int) or not 1 <= number < 2**53:
+        raise _Problem("version", "must be a whole number >= 1", value)
+    return number
+
+
+def _provenance(value: Any) -> Provenance | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        value = _json_text("provenance", value, dict, "a JSON object")
+    found = Provenance.from_dict(value)
+    if found is None:
+        raise _Problem("provenance", "must be an object with a 'via' text", value)
+    return found
+
+
+def _retirement(raw: dict[str, Any]) -> Retirement | None:
+    until = raw.get("valid_until")
+    if until is None or until == "":
+        return None
+    moment = _timestamp("valid_until", until, utc_now())
+    retired_by = raw.get("retired_by")
+    if retired_by not in ("update", "supersede"):
+        raise _Problem(
+            "retired_by", "must be update or supersede (a row with valid_until is a retired version)", retired_by
+        )
+    successor = raw.get("superseded_by") or None
+    if successor is not None and _uuid(successor) is None:
+        raise _Problem("superseded_by", "must be a memory id", successor)
+    return Retirement(moment, retired_by, _uuid(successor) if successor else None)
 
 
 def _json_text(name: str, value: str, expected: type, what: str) -> Any:
@@ -346,5 +420,13 @@ def _check_row(
         access_count=take(lambda: _access_count(raw.get("access_count")), 0),
         conversation=take(lambda: _conversation(raw), Conversation()),
         vector=take(vector, None),
+        memory_type=take(lambda: _memory_type(raw.get("memory_type")), "fact"),
+        expires_at=take(
+            lambda: None if raw.get("expires_at") in (None, "") else _timestamp("expires_at", raw["expires_at"], now)
+        ),
+        pinned=take(lambda: _flag("pinned", raw.get("pinned")), False),
+        version=take(lambda: _version(raw.get("version")), 1),
+        provenance=take(lambda: _provenance(raw.get("provenance"))),
+        retired=take(lambda: _retirement(raw)),
     )
     return (None if problems else candidate), problems

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..config import Settings
@@ -37,8 +39,12 @@ class Embedder(Protocol):
 
 
 class Resources:
-    def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
+    def __init__(
+        self, settings: Settings, embedder: Embedder | None = None, clock: Callable[[], datetime] | None = None
+    ) -> None:
         self.settings = settings
+        # What "now" is for expiry and versions (tests pass a clock they can move).
+        self.clock: Callable[[], datetime] = clock or _utc_now
         if embedder is None:
             from ..embeddings import EmbeddingRouter
 
@@ -78,6 +84,7 @@ class Resources:
                         version_retention_seconds=self.settings.version_retention_seconds,
                         lock_timeout_seconds=self.settings.lock_timeout_seconds,
                         index_cache_bytes=self.settings.index_cache_mb << 20 or None,
+                        clock=self.clock,
                         index_policy=IndexPolicy(
                             vector_index_threshold=self.settings.vector_index_threshold,
                             scalar_index_threshold=self.settings.vector_index_threshold,
@@ -116,6 +123,10 @@ class Resources:
                 self.projection_warm = True
             except Exception as exc:  # noqa: BLE001
                 log.warning("UMAP warm-up failed: %s", exc)
+
+
+def _utc_now() -> datetime:
+    return datetime.now(timezone.utc)
 
 
 def _lower_thread_priority() -> None:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import datetime
 
 import anyio
 
@@ -43,11 +44,13 @@ class App:
         from ..services.memory import MemoryService
         from ..services.namespaces import NamespaceService
         from ..services.portability import PortabilityService
+        from ..services.revisions import RevisionService
         from ..services.search import SearchService
         from ..services.spatial import SpatialService
         from ..services.visualization import VisualizationService
 
         self.memory = MemoryService(self.resources)
+        self.revisions = RevisionService(self.resources)
         self.search = SearchService(self.resources)
         self.namespaces = NamespaceService(self.resources)
         self.portability = PortabilityService(self.resources)
@@ -70,10 +73,15 @@ def _capture_ingester(app: App):
     return ingester
 
 
-def create_server(settings: Settings, *, embedder: Embedder | None = None) -> SpatialMemoryMCPServer:
+def create_server(
+    settings: Settings, *, embedder: Embedder | None = None, clock: Callable[[], datetime] | None = None
+) -> SpatialMemoryMCPServer:
+    """The server for these settings; `embedder` and `clock` replace the configured model and the
+    wall clock (tests)."""
+
     @asynccontextmanager
     async def lifespan(server: SpatialMemoryMCPServer) -> AsyncIterator[App]:
-        resources = Resources(settings, embedder)
+        resources = Resources(settings, embedder, clock)
         app = server.app = App(resources)
         resources.upkeep.start()
         capture = _capture_ingester(app)

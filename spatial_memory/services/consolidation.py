@@ -20,7 +20,7 @@ from ..errors import (
 )
 from ..limits import DUPLICATE_SIMILARITY
 from ..storage.filters import build_filter
-from ..storage.records import MemoryRecord, as_utc
+from ..storage.records import MemoryRecord, Provenance, as_utc
 from .base import Service
 from .lifecycle import DECAY_STATE_KEY
 from .results import (
@@ -42,6 +42,7 @@ class ConsolidationService(Service):
         dry_run: bool = True,
         max_groups: int = 50,
         now: datetime | None = None,
+        provenance: Provenance | None = None,
     ) -> ConsolidateResult:
         from ..algorithms.grouping import mean_pairwise_similarity
 
@@ -51,7 +52,7 @@ class ConsolidationService(Service):
         check.one_of("strategy", strategy, STRATEGIES)
         if isinstance(max_groups, bool) or not isinstance(max_groups, int) or not 1 <= max_groups <= 100:
             raise ValidationError("max_groups must be an integer from 1 to 100")
-        now = as_utc(now)
+        now = as_utc(now or self._r.clock())
         store = self._r.store()
         self.require_namespace(store, namespace)
         if not dry_run:
@@ -80,11 +81,19 @@ class ConsolidationService(Service):
                     fresh = self._r.embedder.embed_documents([k.content for k in to_embed])
                     for record, vector in zip(to_embed, fresh, strict=True):
                         record.vector = np.asarray(vector, dtype=np.float32)
-                new_records = [p[2] for p in plans if p[2] is not None]
-                delete_ids = [o.id for p in plans if p[2] is not None for o in p[1]]
+                origin = provenance or Provenance(via="consolidate")
+                new_records = [
+                    dc_replace(p[2], provenance=origin.but(derived_from=tuple(m.id for m in (p[0], *p[1]))))
+                    for p in plans
+                    if p[2] is not None
+                ]
+                # The others are closed, not erased: their last state stays in their history,
+                # linked to the memory that absorbed them (get_memories, as_of).
+                absorbed = [o for p in plans if p[2] is not None for o in p[1]]
+                successor_of = {o.id: p[2].id for p in plans if p[2] is not None for o in p[1]}
                 if new_records:
                     try:
-                        store.replace(new_records, delete_ids)
+                        store.supersede(new_records, absorbed, successor_of, self._settings.max_versions)
                     except StorageError as exc:
                         raise with_context(
                             exc,

@@ -37,11 +37,9 @@ def near_copies(store, namespaces: Sequence[str], vectors: np.ndarray, threshold
     for i, namespace in enumerate(namespaces):
         by_namespace.setdefault(namespace, []).append(i)
     for namespace, indexes in by_namespace.items():
-        for i, (memory_id, similarity) in zip(
-            indexes, _closest_stored(store, namespace, vectors[indexes]), strict=True
-        ):
-            if memory_id is not None and similarity >= threshold:
-                found[i] = NearCopy(similarity=similarity, memory_id=memory_id)
+        for i, closest in zip(indexes, closest_stored(store, namespace, vectors[indexes]), strict=True):
+            if closest and closest[0][1] >= threshold:
+                found[i] = NearCopy(similarity=closest[0][1], memory_id=closest[0][0])
         kept: list[int] = []
         for i in indexes:
             if found[i] is None and kept:
@@ -54,32 +52,35 @@ def near_copies(store, namespaces: Sequence[str], vectors: np.ndarray, threshold
     return found
 
 
-def _closest_stored(store, namespace: str, vectors: np.ndarray) -> list[tuple[str | None, float]]:
-    """For each vector: (id, cosine similarity) of the closest stored memory of the namespace."""
+def closest_stored(store, namespace: str, vectors: np.ndarray, k: int = 1) -> list[list[tuple[str, float]]]:
+    """For each vector: (id, cosine similarity) of the `k` closest stored memories of the namespace,
+    closest first."""
     flt = build_filter(namespace=namespace)
     total = store.count(flt)
-    nothing = [(None, -1.0)] * len(vectors)
-    if total == 0:
-        return nothing
+    if total == 0 or len(vectors) == 0:
+        return [[] for _ in vectors]
     if total <= EXACT_SCAN_LIMIT:
         from ..storage.schema import vectors_of
 
         table = store.scan_arrow(["id", "vector"], flt)
         ids = table.column("id").to_pylist()
         if not ids:
-            return nothing
+            return [[] for _ in vectors]
         stored = vectors_of(table)
-        best_sim = np.full(len(vectors), -np.inf, dtype=np.float32)
-        best_at = np.zeros(len(vectors), dtype=np.int64)
+        k = min(k, len(ids))
+        best_sim = np.full((len(vectors), k), -np.inf, dtype=np.float32)
+        best_at = np.zeros((len(vectors), k), dtype=np.int64)
         for offset in range(0, len(stored), _BLOCK):
             sims = vectors @ stored[offset : offset + _BLOCK].T
-            at = np.argmax(sims, axis=1)
-            value = sims[np.arange(len(vectors)), at]
-            better = value > best_sim
-            best_sim[better], best_at[better] = value[better], at[better] + offset
-        return [(ids[j], float(s)) for j, s in zip(best_at.tolist(), best_sim.tolist(), strict=True)]
-    closest: list[tuple[str | None, float]] = []
-    for vector in vectors:
-        hits = store.search(vector, 1, flt)
-        closest.append((hits[0].record.id, hits[0].similarity) if hits else (None, -1.0))
-    return closest
+            both_sims = np.concatenate([best_sim, sims], axis=1)
+            both_at = np.concatenate(
+                [best_at, np.arange(offset, offset + sims.shape[1])[None, :].repeat(len(vectors), 0)], 1
+            )
+            top = np.argsort(-both_sims, axis=1, kind="stable")[:, :k]
+            best_sim = np.take_along_axis(both_sims, top, 1)
+            best_at = np.take_along_axis(both_at, top, 1)
+        return [
+            [(ids[j], float(x)) for j, x in zip(at, sim, strict=True) if np.isfinite(x)]
+            for at, sim in zip(best_at.tolist(), best_sim.tolist(), strict=True)
+        ]
+    return [[(h.record.id, h.similarity) for h in store.search(vector, k, flt)] for vector in vectors]

@@ -14,6 +14,7 @@ from ..errors import (
 )
 from ..limits import DUPLICATE_SIMILARITY
 from ..runtime.resources import Resources
+from ..storage.records import Provenance
 from .base import Service
 from .duplicates import near_copies
 from .memory import MemoryService
@@ -38,6 +39,7 @@ class ExtractionService(Service):
         min_confidence: float = 0.5,
         deduplicate: bool = True,
         dedup_threshold: float = 0.9,
+        provenance: Provenance | None = None,
     ) -> ExtractResult:
         from ..storage.records import NewMemory
         from ..text.extraction import extract_candidates
@@ -80,7 +82,12 @@ class ExtractionService(Service):
             for i in accepted
         ]
         memory = self._memory
-        records = memory.build_records(items, source="extracted", vectors=vectors[accepted]) if items else []
+        origin = provenance or Provenance(via="extract")
+        records = (
+            memory.build_records(items, source="extracted", vectors=vectors[accepted], provenance=origin)
+            if items
+            else []
+        )
         if records:
             try:
                 memory.store_records(records)

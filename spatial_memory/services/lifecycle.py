@@ -99,14 +99,17 @@ class LifecycleService(Service):
         half_life_days = check.number_in("half_life_days", half_life_days, 1, 365)
         min_importance = check.number_in("min_importance", min_importance, 0.0, 0.5)
         access_weight = check.number_in("access_weight", access_weight, 0.0, 1.0)
-        now = as_utc(now)
+        now = as_utc(now or self._r.clock())
         store = self._r.store()
         if namespace is not None:
             self.require_namespace(store, namespace)
         if not dry_run:
             self._r.upkeep.flush()
         with nullcontext() if dry_run else store.exclusive():
-            records = store.scan(build_filter(namespace=namespace), with_vectors=not dry_run)
+            # Pinned memories (a profile, standing instructions) keep their importance.
+            records = [
+                r for r in store.scan(build_filter(namespace=namespace), with_vectors=not dry_run) if not r.pinned
+            ]
             if not records:
                 return DecayResult(
                     memories_analyzed=0, memories_decayed=0, avg_decay_factor=1.0, decayed_memories=[], dry_run=dry_run
@@ -206,7 +209,7 @@ class LifecycleService(Service):
                 f"{len(memory_ids)} ids in one call; the maximum is {self._settings.max_batch_size}. Split the list."
             )
         ids = list(dict.fromkeys(str(i) for i in memory_ids))
-        now = as_utc(now)
+        now = as_utc(now or self._r.clock())
         store = self._r.store()
         self._r.upkeep.flush()
         with store.exclusive():

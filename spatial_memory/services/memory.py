@@ -1,8 +1,10 @@
-"""Storing, reading and forgetting memories: remember, remember_batch, forget, forget_batch, one memory, the newest."""
+"""Storing, reading and forgetting memories: remember, remember_batch (with what they resemble, and
+the memories they supersede), forget, forget_batch, one memory, the newest."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -13,16 +15,22 @@ from ..errors import (
     ValidationError,
 )
 from ..storage.filters import build_filter
-from ..storage.records import MemoryRecord, NewMemory, new_id, utc_now
+from ..storage.records import MemoryRecord, NewMemory, Provenance, new_id
 from .base import Service
+from .expiry import expiry_for, memory_type_of
 from .results import (
     ForgetResult,
     MemoryDetail,
     RecentMemories,
     RememberBatchResult,
     RememberResult,
+    SimilarMemory,
+    content_preview,
     timestamp,
 )
+from .write_checks import DUPLICATE, LookAlike, look_alikes
+
+ON_DUPLICATE = ("store", "skip", "supersede")
 
 
 class MemoryService(Service):
@@ -38,19 +46,34 @@ class MemoryService(Service):
                 importance=check.importance(item.importance),
                 metadata=check.metadata(item.metadata, s),
                 conversation=check.conversation(item.conversation),
+                memory_type=memory_type_of(item.memory_type),
+                expires_at=item.expires_at,
+                pinned=check.flag("pinned", item.pinned),
             )
         except ValidationError as exc:
             raise ValidationError(f"{field_prefix}{exc.message}") from None
 
     def build_records(
-        self, items: Sequence[NewMemory], *, source: str = "manual", vectors: np.ndarray | None = None
+        self,
+        items: Sequence[NewMemory],
+        *,
+        source: str = "manual",
+        vectors: np.ndarray | None = None,
+        provenance: Provenance | None = None,
     ) -> list[MemoryRecord]:
         """Validate every item first, then embed them all: a bad item stores nothing."""
         many = len(items) > 1
         valid = [self._validated(it, field_prefix=f"memories[{i}]: " if many else "") for i, it in enumerate(items)]
+        now = self._r.clock()
+        expiries = []
+        for i, v in enumerate(valid):
+            try:
+                expiries.append(expiry_for(v.memory_type, v.expires_at, now, self._settings))
+            except ValidationError as exc:
+                raise ValidationError(f"{f'memories[{i}]: ' if many else ''}{exc.message}") from None
         if vectors is None:
             vectors = self._r.embedder.embed_documents([v.content for v in valid])
-        now = utc_now()
+        origin = provenance or Provenance(via="remember")
         return [
             MemoryRecord(
                 id=new_id(),
@@ -65,9 +88,13 @@ class MemoryService(Service):
                 last_accessed=now,
                 access_count=0,
                 conversation=v.conversation,
+                memory_type=v.memory_type or "fact",
+                expires_at=expires,
+                pinned=v.pinned,
+                provenance=origin.but(session_id=v.conversation.session_id or origin.session_id),
                 vector=vec,
             )
-            for v, vec in zip(valid, vectors)
+            for v, vec, expires in zip(valid, vectors, expiries, strict=True)
         ]
 
     def store_records(self, records: list[MemoryRecord]) -> None:
@@ -76,23 +103,104 @@ class MemoryService(Service):
 
     # ---- tools -------------------------------------------------------------------------
 
-    def remember(self, item: NewMemory) -> RememberResult:
-        (record,) = self.build_records([item])
-        self.store_records([record])
+    def remember(
+        self,
+        item: NewMemory,
+        *,
+        supersedes: Sequence[str] | None = None,
+        on_duplicate: str = "store",
+        provenance: Provenance | None = None,
+    ) -> RememberResult:
+        """Store one memory, reporting the stored memories it duplicates or contradicts; with
+        `supersedes` (or on_duplicate=supersede) it closes those memories in the same write."""
+        check.one_of("on_duplicate", on_duplicate, ON_DUPLICATE)
+        (record,) = self.build_records([item], provenance=provenance or Provenance(via="remember"))
+        written = self._write([record], on_duplicate, self._superseded_ids(supersedes))
+        (alike,) = written.alike
+        if written.skipped:
+            record = replace(record, id=next(a.memory_id for a in alike if a.relation == DUPLICATE))
         return RememberResult(
-            id=record.id, content=record.content, namespace=record.namespace, created_at=timestamp(record.created_at)
+            id=record.id,
+            content=record.content,
+            namespace=record.namespace,
+            created_at=timestamp(record.created_at),
+            stored=not written.skipped,
+            similar_existing=[_similar(a) for a in alike],
+            superseded=written.closed,
         )
 
-    def remember_batch(self, items: Sequence[NewMemory]) -> RememberBatchResult:
+    def remember_batch(
+        self,
+        items: Sequence[NewMemory],
+        *,
+        on_duplicate: str = "store",
+        provenance: Provenance | None = None,
+    ) -> RememberBatchResult:
         if not items:
             raise ValidationError("Memory list is empty: pass at least one memory")
         if len(items) > self._settings.max_batch_size:
             raise ValidationError(
                 f"{len(items)} memories in one batch; the maximum is {self._settings.max_batch_size}. Split the batch."
             )
-        records = self.build_records(items)
-        self.store_records(records)
-        return RememberBatchResult(ids=[r.id for r in records], count=len(records))
+        check.one_of("on_duplicate", on_duplicate, ON_DUPLICATE)
+        records = self.build_records(items, provenance=provenance or Provenance(via="remember_batch"))
+        written = self._write(records, on_duplicate, [])
+        return RememberBatchResult(
+            ids=[r.id for r in written.stored],
+            count=len(written.stored),
+            similar_existing=[_similar(a, index=i) for i, found in enumerate(written.alike) for a in found],
+            skipped=written.skipped,
+            superseded=written.closed,
+        )
+
+    def _write(self, records: list[MemoryRecord], on_duplicate: str, supersedes: list[str]) -> _Written:
+        """Store records in one commit, after looking for their stored look-alikes under the write
+        lock: a record with a duplicate is left out (on_duplicate=skip); the memories named by
+        `supersedes` (for the first record) and with on_duplicate=supersede every look-alike are
+        closed, each linked to the record that replaces it."""
+        store = self._r.store()
+        with store.exclusive():
+            alike = look_alikes(store, records, self._settings)
+            skipped = [
+                i
+                for i, found in enumerate(alike)
+                if on_duplicate == "skip" and any(a.relation == DUPLICATE for a in found)
+            ]
+            stored = [r for i, r in enumerate(records) if i not in set(skipped)]
+            successor_of: dict[str, str] = dict.fromkeys(supersedes, stored[0].id) if stored else {}
+            if on_duplicate == "supersede":
+                for record, found in zip(records, alike, strict=True):
+                    for a in found:
+                        successor_of.setdefault(a.memory_id, record.id)
+            if successor_of:
+                closed = self._closing(store, list(successor_of))
+                stored = [_successor(r, [i for i, s in successor_of.items() if s == r.id]) for r in stored]
+                store.supersede(stored, closed, successor_of, self._settings.max_versions)
+            elif stored:
+                store.add(stored)
+        self._r.upkeep.poke()
+        return _Written(stored, alike, skipped, list(successor_of))
+
+    def _superseded_ids(self, supersedes: Sequence[str] | None) -> list[str]:
+        if supersedes is None:
+            return []
+        if not isinstance(supersedes, (list, tuple)) or not all(isinstance(i, str) for i in supersedes):
+            raise ValidationError("supersedes must be a list of memory ids")
+        if len(supersedes) > self._settings.max_batch_size:
+            raise ValidationError(f"supersedes takes at most {self._settings.max_batch_size} ids")
+        return list(dict.fromkeys(supersedes))
+
+    @staticmethod
+    def _closing(store, ids: list[str]) -> list[MemoryRecord]:
+        """The current memories about to be closed, with vectors; every id must be one."""
+        found = store.get_many(ids, with_vectors=True)
+        missing = [i for i in ids if i not in {r.id for r in found}]
+        if missing:
+            raise MemoryNotFoundError(
+                f"cannot supersede {', '.join(m[:64] for m in missing[:5])}: no current memory has that id "
+                "(already superseded, expired or forgotten?). Use recall or get_memories to find current ids."
+            )
+        return found
 
     def forget(
         self,
@@ -146,3 +254,30 @@ class MemoryService(Service):
         return RecentMemories(
             namespace=namespace, memories=[MemoryDetail.of(r) for r in records], total_in_namespace=table.num_rows
         )
+
+
+@dataclass
+class _Written:
+    stored: list[MemoryRecord]
+    alike: list[list[LookAlike]]  # per record given
+    skipped: list[int]  # indexes of records not stored
+    closed: list[str]  # ids of the memories superseded
+
+
+def _successor(record: MemoryRecord, closes: list[str]) -> MemoryRecord:
+    """The record with its provenance naming the memories it closes."""
+    if not closes or record.provenance is None:
+        return record
+    origin = record.provenance
+    via = "supersede" if origin.via in ("remember", "remember_batch") else origin.via
+    return replace(record, provenance=origin.but(via=via, derived_from=(*origin.derived_from, *closes)))
+
+
+def _similar(found, *, index: int | None = None) -> SimilarMemory:
+    return SimilarMemory(
+        id=found.memory_id,
+        similarity=round(found.similarity, 6),
+        relation=found.relation,
+        content_preview=content_preview(found.content),
+        index=index,
+    )

@@ -12,7 +12,8 @@ from ..errors import (
 )
 from ..limits import DUPLICATE_SIMILARITY
 from ..storage.filters import build_filter
-from ..storage.records import MemoryRecord, new_id
+from ..storage.history import RetiredState
+from ..storage.records import MemoryRecord, Provenance, new_id
 from .base import Service
 from .duplicates import near_copies
 from .results import (
@@ -56,10 +57,14 @@ def _check_import_vectors(parsed, model_id: str, dim: int) -> None:
         )
 
 
-def _import_records(candidates, taken: set[str]) -> tuple[list[MemoryRecord], int]:
-    """Records for the checked candidates; an id is kept when it is free (not stored, not repeated)."""
+def _import_records(
+    candidates, taken: set[str], provenance: Provenance
+) -> tuple[list[MemoryRecord], int, dict[str, str]]:
+    """Records for the checked candidates; an id is kept when it is free (not stored, not repeated).
+    Also the ids given: file id -> stored id."""
     records: list[MemoryRecord] = []
     seen: set[str] = set()
+    given: dict[str, str] = {}
     new_ids = 0
     for c in candidates:
         memory_id = c.id
@@ -67,24 +72,56 @@ def _import_records(candidates, taken: set[str]) -> tuple[list[MemoryRecord], in
             memory_id = new_id()
             new_ids += 1
         seen.add(memory_id)
+        if c.id is not None:
+            given.setdefault(c.id, memory_id)
         records.append(
-            MemoryRecord(
-                id=memory_id,
-                content=c.content,
-                namespace=c.namespace,
-                tags=c.tags,
-                importance=c.importance,
-                source=c.source,
-                metadata=c.metadata,
-                created_at=c.created_at,
-                updated_at=c.updated_at,
-                last_accessed=c.last_accessed,
-                access_count=c.access_count,
-                conversation=c.conversation,
-                vector=c.vector,
+            _record(c, memory_id, provenance.but(derived_from=() if c.id == memory_id else (c.id,) if c.id else ()))
+        )
+    return records, new_ids, given
+
+
+def _record(c, memory_id: str, provenance: Provenance | None) -> MemoryRecord:
+    return MemoryRecord(
+        id=memory_id,
+        content=c.content,
+        namespace=c.namespace,
+        tags=c.tags,
+        importance=c.importance,
+        source=c.source,
+        metadata=c.metadata,
+        created_at=c.created_at,
+        updated_at=c.updated_at,
+        last_accessed=c.last_accessed,
+        access_count=c.access_count,
+        conversation=c.conversation,
+        memory_type=c.memory_type,
+        expires_at=c.expires_at,
+        pinned=c.pinned,
+        version=c.version,
+        provenance=provenance,
+        vector=c.vector,
+    )
+
+
+def _retired_states(retired, given: dict[str, str], skipped: set[str], taken: set[str]) -> list[RetiredState]:
+    """The retired versions of the file, attached to the ids their memories were given (a memory
+    skipped as a duplicate takes its history with it; a retired row without an id is dropped)."""
+    states = []
+    for c in retired:
+        if c.id is None or c.id in skipped:
+            continue
+        if c.id not in given:  # a memory closed before the export: its own id when free
+            given[c.id] = c.id if c.id not in taken else new_id()
+        successor = c.retired.superseded_by
+        states.append(
+            RetiredState(
+                _record(c, given[c.id], c.provenance),
+                c.retired.valid_until,
+                c.retired.retired_by,
+                given.get(successor, successor) if successor else None,
             )
         )
-    return records, new_ids
+    return states
 
 
 def _existing_ids(store, ids: list[str]) -> set[str]:
@@ -112,6 +149,8 @@ class PortabilityService(Service):
         """
         import time
 
+        import pyarrow as pa
+
         from ..portability import export_file, formats, paths
         from ..storage.schema import SUMMARY_COLUMNS
 
@@ -126,16 +165,23 @@ class PortabilityService(Service):
         # carry every one made before it.
         self._r.upkeep.flush()
         flt = build_filter(namespace=namespace) if namespace is not None else None
-        table = store.scan_arrow(SUMMARY_COLUMNS + (["vector"] if with_vectors else []), flt)
+        columns = SUMMARY_COLUMNS + (["vector"] if with_vectors else [])
+        table = store.scan_arrow(columns, flt)
         if namespace is not None and table.num_rows == 0:
             raise NamespaceNotFoundError(f"Namespace not found: '{namespace}'. Use namespaces to list them.")
-        table = table.sort_by([("created_at", "ascending"), ("id", "ascending")])
+        current = table.num_rows
+        history = store.history_arrow(flt)
+        for name in formats.HISTORY_FIELDS:
+            table = table.append_column(name, pa.nulls(table.num_rows, history.schema.field(name).type))
+        table = pa.concat_tables([table, history.select(table.column_names).cast(table.schema)])
+        table = table.sort_by([("created_at", "ascending"), ("id", "ascending"), ("version", "ascending")])
         header = export_file.ExportHeader(store.model_id, store.dim, with_vectors)
         size = export_file.write_export(target, table, fmt, header)
         return ExportResult(
             format=fmt,
             output_path=str(target),
-            memories_exported=table.num_rows,
+            memories_exported=current,
+            versions_exported=table.num_rows - current,
             file_size_bytes=size,
             file_size_mb=round(size / 1_048_576, 6),
             namespaces_included=sorted(set(table.column("namespace").to_pylist())),
@@ -155,6 +201,7 @@ class PortabilityService(Service):
         validate: bool = True,
         regenerate_embeddings: bool = False,
         dry_run: bool = True,
+        provenance: Provenance | None = None,
     ) -> ImportResult:
         """Import memories from a parquet, json or csv file in an allowed import directory.
 
@@ -210,6 +257,8 @@ class PortabilityService(Service):
             vectors = self._r.embedder.embed_documents([c.content for c in candidates])
             for candidate, vector in zip(candidates, vectors, strict=True):
                 candidate.vector = np.asarray(vector, dtype=np.float32)
+        retired = [c for c in candidates if c.retired is not None]
+        candidates = [c for c in candidates if c.retired is None]
         duplicates: set[int] = set()
         if deduplicate and candidates:
             copies = near_copies(
@@ -219,8 +268,13 @@ class PortabilityService(Service):
         keep = [c for i, c in enumerate(candidates) if i not in duplicates]
         # The id check and the write under the store lock: no other writer takes an id in between.
         with contextlib.nullcontext() if dry_run else store.exclusive():
-            taken = _existing_ids(store, [c.id for c in keep if c.id])
-            records, new_ids = _import_records(keep, taken)
+            taken = _existing_ids(store, [c.id for c in (*keep, *retired) if c.id])
+            records, new_ids, given = _import_records(keep, taken, provenance or Provenance(via="import"))
+            skipped = {candidates[i].id for i in duplicates if candidates[i].id}
+            states = _retired_states(retired, given, skipped, taken)
+            if not dry_run and states:
+                # The history first: until the memories land, no memory's history counts these.
+                store.restore_history(states)
             if not dry_run and records:
                 store.add(records)  # one commit: every record or none
         if not dry_run and records:
@@ -232,6 +286,7 @@ class PortabilityService(Service):
             total_records_in_file=parsed.total,
             memories_imported=0 if dry_run else len(records),
             memories_skipped=len(duplicates),
+            versions_imported=0 if dry_run else len(states),
             memories_failed=failed,
             validation_errors=[
                 ImportValidationError(row_number=p.row_number, field=p.field, error=p.error, value=p.value)

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ..storage.records import MemoryRecord, ScoredMemory, iso
+from ..storage.records import MemoryRecord, Provenance, ScoredMemory, iso
 
 PREVIEW_CHARS = 100
 
@@ -60,10 +60,25 @@ class MemoryItem(BaseModel):
     context: list[ContextMemory] | None = Field(
         None, description="With recall's context=N: its session neighbours, marked as context, in order."
     )
+    pinned: bool = Field(False, description="A pinned memory: recall lists these first.")
 
     @classmethod
     def of(cls, scored: ScoredMemory) -> MemoryItem:
         return cls(similarity=round(scored.similarity, 6), **scored.record.summary())
+
+
+class ProvenanceInfo(BaseModel):
+    via: str = Field(
+        description="What wrote it: remember, remember_batch, extract, import, consolidate, update, supersede or hook."
+    )
+    client: str | None = Field(None, description="The MCP client's name (from initialize).")
+    client_version: str | None = None
+    session_id: str | None = None
+    derived_from: list[str] = Field(default_factory=list, description="Ids of the memories it came from.")
+
+    @classmethod
+    def of(cls, provenance: Provenance | None) -> ProvenanceInfo | None:
+        return None if provenance is None else cls(**provenance.as_dict())
 
 
 class MemoryDetail(BaseModel):
@@ -84,6 +99,11 @@ class MemoryDetail(BaseModel):
     sequence: int | None = None
     speaker: str | None = None
     occurred_at: str | None = None
+    memory_type: str = "fact"
+    expires_at: str | None = None
+    pinned: bool = False
+    version: int = 1
+    provenance: ProvenanceInfo | None = None
 
     @classmethod
     def of(cls, record: MemoryRecord) -> MemoryDetail:
@@ -93,7 +113,54 @@ class MemoryDetail(BaseModel):
             updated_at=iso(record.updated_at),
             last_accessed=iso(record.last_accessed),
             access_count=record.access_count,
+            memory_type=record.memory_type,
+            expires_at=timestamp(record.expires_at),
+            version=record.version,
+            provenance=ProvenanceInfo.of(record.provenance),
         )
+
+
+class FullMemory(MemoryDetail):
+    """get_memories: a memory with its versions; a superseded one with its successor."""
+
+    current: bool = Field(True, description="False when a successor closed it (supersedes).")
+    valid_until: str | None = Field(None, description="When it stopped being current (closed memories).")
+    superseded_by: str | None = None
+    versions: int = Field(1, description="Versions kept, this one included (memory_history lists them).")
+
+
+class GetMemoriesResult(BaseModel):
+    memories: list[FullMemory]
+    not_found: list[str]
+
+
+class UpdateMemoryResult(BaseModel):
+    memory: MemoryDetail
+    changed: list[str] = Field(description="The fields that changed.")
+    re_embedded: bool = Field(description="True when the content changed and the memory was embedded again.")
+
+
+class MemoryVersion(BaseModel):
+    version: int
+    content: str
+    tags: list[str]
+    importance: float
+    metadata: dict[str, Any]
+    memory_type: str
+    pinned: bool
+    expires_at: str | None = None
+    valid_from: str
+    valid_until: str | None = Field(None, description="null for the current version.")
+    current: bool
+    retired_by: str | None = Field(None, description="update or supersede.")
+    superseded_by: str | None = None
+    provenance: ProvenanceInfo | None = None
+
+
+class MemoryHistoryResult(BaseModel):
+    memory_id: str
+    versions: list[MemoryVersion] = Field(description="Newest first.")
+    total: int
 
 
 class RecentMemories(BaseModel):
@@ -112,16 +179,30 @@ class MemoryRef(BaseModel):
         return cls(id=record.id, content=record.content, namespace=record.namespace)
 
 
-class RememberResult(BaseModel):
+class SimilarMemory(BaseModel):
     id: str
+    similarity: float
+    relation: str = Field(description="duplicate, or contradiction: alike but a number, date or negation differs.")
+    content_preview: str
+    index: int | None = Field(None, description="remember_batch: the item it resembles.")
+
+
+class RememberResult(BaseModel):
+    id: str = Field(description="The new memory's id; with on_duplicate=skip and a duplicate found, that duplicate's.")
     content: str
     namespace: str
     created_at: str
+    stored: bool = True
+    similar_existing: list[SimilarMemory] = Field(default_factory=list)
+    superseded: list[str] = Field(default_factory=list, description="Memories this one closed.")
 
 
 class RememberBatchResult(BaseModel):
-    ids: list[str]
+    ids: list[str] = Field(description="The stored memories' ids, in item order (skipped items left out).")
     count: int
+    similar_existing: list[SimilarMemory] = Field(default_factory=list)
+    skipped: list[int] = Field(default_factory=list, description="Items not stored (on_duplicate=skip).")
+    superseded: list[str] = Field(default_factory=list)
 
 
 class RecallResult(BaseModel):
@@ -411,6 +492,7 @@ class ExportResult(BaseModel):
     format: str
     output_path: str = Field(description="The absolute path written.")
     memories_exported: int
+    versions_exported: int = Field(0, description="Retired versions written beside them (rows with valid_until).")
     file_size_bytes: int
     file_size_mb: float
     namespaces_included: list[str]
@@ -438,6 +520,7 @@ class ImportResult(BaseModel):
     total_records_in_file: int
     memories_imported: int = Field(description="Memories stored (always 0 on a dry run; see would_import).")
     memories_skipped: int = Field(description="Valid records skipped as duplicates (deduplicate=true).")
+    versions_imported: int = Field(0, description="Retired versions restored into the memories' history.")
     memories_failed: int = Field(description="Records that failed validation.")
     validation_errors: list[ImportValidationError] = Field(description="One entry per bad field (at most 100).")
     namespace_override: str | None = None

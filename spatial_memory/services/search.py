@@ -13,9 +13,10 @@ import numpy as np
 from ..algorithms.ranking import DEFAULT_PARAMS
 from ..errors import MemoryNotFoundError, ValidationError
 from ..limits import MAX_CONTEXT
-from ..storage.filters import Filter, build_filter, session_windows
-from ..storage.records import MemoryRecord, ScoredMemory
+from ..storage.filters import Filter, both, build_filter, current_at, session_windows
+from ..storage.records import MemoryRecord, ScoredMemory, as_utc
 from .base import Service
+from .cache import VersionedCache
 from .results import (
     ContextMemory,
     HybridMemoryItem,
@@ -59,6 +60,10 @@ def _epoch(moment: datetime | None) -> float:
 
 
 class SearchService(Service):
+    def __init__(self, resources) -> None:
+        super().__init__(resources)
+        self._pinned_cache = VersionedCache(size=16)
+
     def ranked(
         self,
         query: str,
@@ -71,6 +76,8 @@ class SearchService(Service):
         min_similarity: float = 0.0,
         since: Any = None,
         until: Any = None,
+        as_of: datetime | None = None,
+        query_vector: np.ndarray | None = None,
     ) -> list[RankedHit]:
         """The best memories for a query, by meaning, keywords and conversation context.
 
@@ -79,21 +86,36 @@ class SearchService(Service):
         neighbours (sequence within NEIGHBOUR_RADIUS), and `algorithms.ranking.rank` orders the
         union (normalised fusion, neighbours, speaker/time cues: see there). `similarity` is always
         the cosine similarity to the query, so min_similarity means the same whatever the ranking.
+        With `as_of`, the memories current at that moment are searched instead (their versions then,
+        memories superseded since included; keywords find only versions still current).
         """
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("Query cannot be empty")
         if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 <= alpha <= 1.0:
             raise ValidationError("alpha must be a number from 0.0 (keyword only) to 1.0 (vector only)")
         flt = build_filter(namespace=namespace, tags=tags, filters=filters, since=since, until=until)
-        query_vector = np.asarray(self._r.embedder.embed_query(query), dtype=np.float32)
+        if as_of is not None:
+            if not isinstance(as_of, datetime):
+                raise ValidationError("as_of must be an ISO 8601 date and time")
+            as_of = as_utc(as_of)
+            flt = both(flt, current_at(as_of))
+        if query_vector is None:
+            query_vector = self.query_vector(query)
         store = self._r.store()
+
+        def nearest(k: int, **options: Any) -> list[ScoredMemory]:
+            if as_of is not None:
+                return store.as_of_search(query_vector, k, flt, as_of)
+            return store.search(query_vector, k, flt, **options)
+
         if alpha >= 1.0:
             return [
                 RankedHit(h.record, h.similarity, h.similarity, None, h.similarity)
-                for h in store.search(query_vector, limit, flt, min_similarity=min_similarity)
+                for h in nearest(limit, min_similarity=min_similarity)
+                if h.similarity >= min_similarity
             ]
         depth = search_depth(limit)
-        by_vector = store.search(query_vector, depth, flt, with_vectors=True) if alpha > 0.0 else []
+        by_vector = nearest(depth, with_vectors=True) if alpha > 0.0 else []
         by_keyword = store.fts_search(query, 2 * depth, flt, with_vectors=True)
         candidates = self._candidates(store, flt, [h.record for h in by_vector], [r for r, _ in by_keyword])
         if not candidates:
@@ -135,6 +157,25 @@ class SearchService(Service):
             records.setdefault(record.id, record)
         return list(records.values())
 
+    def query_vector(self, query: str) -> np.ndarray:
+        if not isinstance(query, str) or not query.strip():
+            raise ValidationError("Query cannot be empty")
+        return np.asarray(self._r.embedder.embed_query(query), dtype=np.float32)
+
+    def pinned(self, namespace: str | None) -> list[MemoryRecord]:
+        """The namespace's pinned memories recall lists first (Settings.max_pinned_in_recall), with
+        vectors; kept per table version, so recall pays for them once per write."""
+        cap = self._settings.max_pinned_in_recall
+        if cap == 0:
+            return []
+        store = self._r.store()
+        key = (store.version, namespace, cap)
+        found = self._pinned_cache.get(key)
+        if found is None:
+            found = store.pinned(namespace, cap)
+            self._pinned_cache.put(key, found)
+        return [dataclasses.replace(r) for r in found]
+
     def recall(
         self,
         query: str,
@@ -148,12 +189,20 @@ class SearchService(Service):
         since: Any = None,
         until: Any = None,
         context: int = 0,
+        as_of: datetime | None = None,
     ) -> RecallResult:
+        """The best `limit` memories for the query, after the namespace's pinned memories (which
+        come first, whatever the query; not with as_of, which shows the past as it was)."""
         if isinstance(context, bool) or not isinstance(context, int) or not 0 <= context <= MAX_CONTEXT:
             raise ValidationError(f"context must be an integer from 0 to {MAX_CONTEXT}")
+        query_vector = self.query_vector(query)
+        pinned = self.pinned(namespace) if as_of is None else []
+        pinned_ids = {r.id for r in pinned}
         hits = self.ranked(
             query,
-            limit=limit,
+            query_vector=query_vector,
+            as_of=as_of,
+            limit=limit + len(pinned),
             alpha=DEFAULT_PARAMS.alpha if hybrid_alpha is None else hybrid_alpha,
             namespace=namespace,
             tags=tags,
@@ -162,10 +211,15 @@ class SearchService(Service):
             since=since,
             until=until,
         )
-        self._r.upkeep.record_access(h.record.id for h in hits)
-        items = [MemoryItem.of(ScoredMemory(h.record, h.similarity)) for h in hits]
+        hits = [h for h in hits if h.record.id not in pinned_ids][:limit]
+        firsts = [ScoredMemory(r, float(np.clip(np.dot(r.vector, query_vector), 0.0, 1.0))) for r in pinned]
+        for first in firsts:
+            first.record.vector = None
+        shown = [*firsts, *(ScoredMemory(h.record, h.similarity) for h in hits)]
+        self._r.upkeep.record_access(h.record.id for h in shown)
+        items = [MemoryItem.of(h) for h in shown]
         if context:
-            self._attach_context(items, [h.record for h in hits], context, namespace)
+            self._attach_context(items, [h.record for h in shown], context, namespace)
         return RecallResult(memories=items, total=len(items))
 
     def _attach_context(
@@ -212,9 +266,11 @@ class SearchService(Service):
         min_similarity: float = 0.0,
         since: Any = None,
         until: Any = None,
+        as_of: datetime | None = None,
     ) -> HybridRecallResult:
         hits = self.ranked(
             query,
+            as_of=as_of,
             alpha=alpha,
             limit=limit,
             namespace=namespace,

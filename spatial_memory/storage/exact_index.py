@@ -45,6 +45,7 @@ class Written:
     vector: np.ndarray
     session_id: str | None = None
     sequence: int | None = None
+    expires: float = float("inf")  # epoch seconds; inf: never (pinned, or no expiry)
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,7 @@ class Snapshot:
     namespaces: np.ndarray  # int32 codes into ExactIndex._namespace_codes
     sessions: np.ndarray  # int32 codes into ExactIndex._session_codes, -1 for none
     sequences: np.ndarray  # int64 sequence within the session, -1 for none
+    expires: np.ndarray  # float64 epoch seconds of expiry, inf for never
     vectors: np.ndarray  # (capacity, dim) float32; rows >= n are not part of this snapshot
     alive: np.ndarray  # bool, length n
     positions: dict[str, int]  # id -> row of its live entry
@@ -99,6 +101,7 @@ class ExactIndex:
         names = table.column_names
         sessions_in = table.column("session_id").to_pylist() if "session_id" in names else [None] * n
         sequences_in = table.column("sequence").to_pylist() if "sequence" in names else [None] * n
+        expires = _expiries(table)
         with self._lock:
             namespaces = np.array([self._code(s) for s in table.column("namespace").to_pylist()], dtype=np.int32)
             snap = Snapshot(
@@ -109,6 +112,7 @@ class ExactIndex:
                 namespaces=namespaces,
                 sessions=np.array([self._session(s) for s in sessions_in], dtype=np.int32),
                 sequences=np.array([-1 if q is None else q for q in sequences_in], dtype=np.int64),
+                expires=expires,
                 vectors=vectors,
                 alive=np.ones(n, dtype=bool),
                 positions={memory_id: i for i, memory_id in enumerate(ids)},
@@ -119,12 +123,14 @@ class ExactIndex:
             self._records = {}
         return snap
 
-    def top(self, snap: Snapshot, query: np.ndarray, limit: int, namespace: str | None) -> list[tuple[int, float]]:
-        """(row, similarity) of the best `limit` live rows, best first."""
+    def top(
+        self, snap: Snapshot, query: np.ndarray, limit: int, namespace: str | None, now: float
+    ) -> list[tuple[int, float]]:
+        """(row, similarity) of the best `limit` live rows not expired at `now`, best first."""
         if snap.n == 0 or limit <= 0:
             return []
         scores = snap.vectors[: snap.n] @ np.asarray(query, dtype=np.float32)
-        mask = snap.alive
+        mask = snap.alive & (snap.expires > now)
         if namespace is not None:
             code = self._namespace_codes.get(namespace)
             if code is None:
@@ -140,15 +146,18 @@ class ExactIndex:
         best = best[np.lexsort((candidates[best], -chosen[best]))]
         return [(int(candidates[i]), float(chosen[i])) for i in best]
 
-    def session_rows(self, snap: Snapshot, windows: Sequence[tuple[str, int, int]], namespace: str | None) -> list[int]:
-        """Live rows whose (session, sequence) lies in one of the windows (session, low, high)."""
+    def session_rows(
+        self, snap: Snapshot, windows: Sequence[tuple[str, int, int]], namespace: str | None, now: float
+    ) -> list[int]:
+        """Live rows not expired at `now` whose (session, sequence) lies in one of the windows
+        (session, low, high)."""
         mask = np.zeros(snap.n, dtype=bool)
         sessions, sequences = snap.sessions[: snap.n], snap.sequences[: snap.n]
         for session, low, high in windows:
             code = self._session_codes.get(session)
             if code is not None:
                 mask |= (sessions == code) & (sequences >= low) & (sequences <= high)
-        mask &= snap.alive
+        mask &= snap.alive & (snap.expires > now)
         if namespace is not None:
             code = self._namespace_codes.get(namespace)
             mask &= snap.namespaces == (-2 if code is None else code)
@@ -220,7 +229,7 @@ class ExactIndex:
                         addresses[row] = UNKNOWN
                         current_summary[row] = False
             n, vectors, ids, namespaces = snap.n, snap.vectors, snap.ids, snap.namespaces
-            sessions, sequences = snap.sessions, snap.sequences
+            sessions, sequences, expires = snap.sessions, snap.sequences, snap.expires
             if written:
                 m = len(written)
                 if len(positions) + m > self.max_rows:
@@ -243,6 +252,7 @@ class ExactIndex:
                 sequences = np.concatenate(
                     [sequences, np.array([-1 if w.sequence is None else w.sequence for w in written], np.int64)]
                 )
+                expires = np.concatenate([expires, np.array([w.expires for w in written], np.float64)])
                 alive = np.concatenate([alive, np.ones(m, dtype=bool)])
                 current_summary = np.concatenate([current_summary, np.zeros(m, dtype=bool)])
                 for offset, w in enumerate(written):
@@ -260,6 +270,7 @@ class ExactIndex:
                 namespaces=namespaces,
                 sessions=sessions,
                 sequences=sequences,
+                expires=expires,
                 vectors=vectors,
                 alive=alive,
                 positions=positions,
@@ -311,6 +322,23 @@ class ExactIndex:
         return code
 
 
+def _expiries(table: pa.Table) -> np.ndarray:
+    """Each row's expiry in epoch seconds: inf when it has none or is pinned."""
+    n = table.num_rows
+    if "expires_at" not in table.column_names:
+        return np.full(n, np.inf)
+    import pyarrow.compute as pc
+
+    seconds = pc.cast(table.column("expires_at"), pa.int64()).to_numpy(zero_copy_only=False)
+    expires = np.where(pc.is_null(table.column("expires_at")).to_numpy(zero_copy_only=False), np.inf, 0.0)
+    known = ~np.isinf(expires)
+    expires[known] = np.asarray(seconds, dtype=np.float64)[known] / 1e6
+    if "pinned" in table.column_names:
+        pinned = pc.fill_null(table.column("pinned"), False).to_numpy(zero_copy_only=False)
+        expires[pinned] = np.inf
+    return expires
+
+
 # Up to this many unresolved row addresses are looked up by id; more (after a compaction),
 # by one scan of the id column.
 RESOLVE_BY_ID_MAX = 1024
@@ -344,7 +372,7 @@ class ExactSearch:
     def _exact_for(self, flt: Filter | None) -> tuple[Snapshot, str | None] | None:
         """The copy and the namespace to keep when the copy can answer under this filter (none, or
         one namespace only); None when LanceDB must."""
-        if flt is not None and (flt.metadata or (flt.sql and flt.only_namespace is None)):
+        if flt is not None and (flt.metadata or flt.as_of is not None or (flt.sql and flt.only_namespace is None)):
             return None
         snap = self._exact_snapshot()
         if snap is None:
@@ -358,7 +386,7 @@ class ExactSearch:
         if found is None:
             return None
         snap, namespace = found
-        top = self._exact.top(snap, vector, limit, namespace)
+        top = self._exact.top(snap, vector, limit, namespace, self.now().timestamp())
         records = self._fetch_rows(snap, [row for row, _ in top], with_vectors=with_vectors)
         if records is None:
             return None
@@ -372,7 +400,7 @@ class ExactSearch:
         if found is None:
             return None
         snap, namespace = found
-        rows = self._exact.session_rows(snap, windows, namespace)
+        rows = self._exact.session_rows(snap, windows, namespace, self.now().timestamp())
         return self._fetch_rows(snap, rows, with_vectors=True)
 
     def _fetch_rows(self, snap: Snapshot, rows: list[int], *, with_vectors: bool) -> list[MemoryRecord] | None:

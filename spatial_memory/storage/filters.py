@@ -35,6 +35,9 @@ COLUMNS: dict[str, str] = {
     "sequence": "number",
     "speaker": "string",
     "occurred_at": "timestamp",
+    "memory_type": "string",
+    "expires_at": "timestamp",
+    "version": "number",
 }
 MAX_LIST_VALUES = 1_000
 # A where clause no memory can meet (MemoryStore._search_where): the search need not run.
@@ -140,6 +143,8 @@ class Filter:
     only_namespace: str | None = None
     # The table columns its where clause reads.
     columns: frozenset[str] = frozenset()
+    # The moment whose memories it reads (recall's as_of): expiry is judged then, not now.
+    as_of: datetime | None = None
 
 
 def build_filter(
@@ -206,7 +211,37 @@ def both(first: Filter, second: Filter) -> Filter:
         [*first.metadata, *second.metadata],
         None,
         first.columns | second.columns,
+        first.as_of or second.as_of,
     )
+
+
+def unexpired(moment: datetime) -> str:
+    """Memories not expired at `moment`: no expiry, pinned, or an expiry after it."""
+    return f"(expires_at IS NULL OR COALESCE(pinned, false) OR expires_at > {_timestamp(moment, 'expires_at')})"
+
+
+def current_at(moment: datetime) -> Filter:
+    """Memories (current rows) whose present version already existed at `moment`. Together with
+    `retired_current_at` (history rows) they are what was current then."""
+    at = _timestamp(moment, "as_of")
+    return Filter(
+        f"(created_at <= {at} AND updated_at <= {at})",
+        [],
+        None,
+        frozenset({"created_at", "updated_at"}),
+        moment,
+    )
+
+
+def retired_current_at(moment: datetime) -> str:
+    """History rows that were the current version at `moment`."""
+    at = _timestamp(moment, "as_of")
+    return f"(updated_at <= {at} AND valid_until > {at}) AND {unexpired(moment)}"
+
+
+def pinned_only(namespace: str | None) -> Filter:
+    sql = "COALESCE(pinned, false)" + (f" AND namespace = {quote(namespace)}" if namespace is not None else "")
+    return Filter(sql, [], None, frozenset({"pinned", "namespace"}))
 
 
 def session_windows(windows: Iterable[tuple[str, int, int]], *, namespace: str | None = None) -> Filter:

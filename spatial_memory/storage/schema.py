@@ -9,7 +9,7 @@ from datetime import datetime
 import numpy as np
 import pyarrow as pa
 
-from .records import Conversation, MemoryRecord, utc_now
+from .records import DEFAULT_MEMORY_TYPE, Conversation, MemoryRecord, Provenance, utc_now
 
 TABLE_NAME = "memories"
 MODEL_KEY = b"spatial_memory.embedding_model"
@@ -30,6 +30,11 @@ SUMMARY_COLUMNS = [
     "sequence",
     "speaker",
     "occurred_at",
+    "memory_type",
+    "expires_at",
+    "pinned",
+    "version",
+    "provenance",
 ]
 TS = pa.timestamp("us", tz="UTC")
 # Columns added after release 0.1.0: nullable, so a store written before them gains them, all
@@ -39,7 +44,29 @@ ADDED_COLUMNS = [
     pa.field("sequence", pa.int64(), nullable=True),
     pa.field("speaker", pa.string(), nullable=True),
     pa.field("occurred_at", TS, nullable=True),
+    # release 0.3.0 (memories that change): null reads as fact / never / not pinned / 1 / unknown
+    pa.field("memory_type", pa.string(), nullable=True),
+    pa.field("expires_at", TS, nullable=True),
+    pa.field("pinned", pa.bool_(), nullable=True),
+    pa.field("version", pa.int64(), nullable=True),
+    pa.field("provenance", pa.string(), nullable=True),
 ]
+
+# The history table: one row per state a memory left behind - replaced by update_memory, or
+# closed by a successor (supersedes). `id` is the memory's id (so the memories' filters work
+# on it unchanged), `version_key` "<id>#<version>" identifies the row.
+HISTORY_TABLE = "memory_versions"
+HISTORY_COLUMNS = [
+    pa.field("version_key", pa.string(), nullable=False),
+    pa.field("valid_until", TS, nullable=False),
+    pa.field("retired_by", pa.string(), nullable=False),  # update | supersede
+    pa.field("superseded_by", pa.string(), nullable=True),
+]
+
+
+def history_schema(model_id: str, dim: int) -> pa.Schema:
+    base = memory_schema(model_id, dim)
+    return pa.schema([*base, *HISTORY_COLUMNS], metadata=base.metadata)
 
 
 def memory_schema(model_id: str, dim: int) -> pa.Schema:
@@ -97,6 +124,11 @@ def rows_to_records(table: pa.Table) -> list[MemoryRecord]:
                     speaker=row.get("speaker"),
                     occurred_at=row.get("occurred_at"),
                 ),
+                memory_type=row.get("memory_type") or DEFAULT_MEMORY_TYPE,
+                expires_at=row.get("expires_at"),
+                pinned=bool(row.get("pinned")),
+                version=int(row.get("version") or 1),
+                provenance=Provenance.from_dict(json.loads(row["provenance"])) if row.get("provenance") else None,
                 vector=None if vectors is None else vectors[i],
             )
         )

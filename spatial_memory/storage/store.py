@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +32,23 @@ from ..errors import ConfigurationError, SpatialMemoryError, StorageError
 from .access_ledger import ACCESS_COLUMNS, AccessCounts, AccessLedger
 from .connection import LARGE_INDEX_CACHE_BYTES, SMALL_INDEX_CACHE_BYTES, connect
 from .exact_index import ExactIndex, ExactSearch, Written
-from .filters import MAX_LIST_VALUES, NO_MATCH, Filter, both, build_filter, metadata_matches, session_windows
+from .filters import (
+    MAX_LIST_VALUES,
+    NO_MATCH,
+    Filter,
+    both,
+    build_filter,
+    metadata_matches,
+    pinned_only,
+    session_windows,
+    unexpired,
+)
 from .fulltext import FullTextSearch
+from .history import RetiredState, VersionHistory
 from .indexing import IndexPolicy
 from .locking import INDEX_LOCK_FILE, LOCK_FILE, WRITE_ATTEMPTS, StoreLock, backoff, is_retryable
 from .maintenance import Maintenance
-from .records import MemoryRecord, ScoredMemory, is_uuid
+from .records import MemoryRecord, ScoredMemory, is_uuid, utc_now
 from .schema import (
     ADDED_COLUMNS,
     MODEL_KEY,
@@ -69,12 +80,20 @@ def _written(records: Sequence[MemoryRecord]) -> list[Written]:
             np.asarray(r.vector, dtype=np.float32),
             r.conversation.session_id,
             r.conversation.sequence,
+            expiry_seconds(r),
         )
         for r in records
     ]
 
 
-class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch):
+def expiry_seconds(record: MemoryRecord) -> float:
+    """When the record expires, in epoch seconds (inf: never, as for pinned ones)."""
+    if record.pinned or record.expires_at is None:
+        return float("inf")
+    return record.expires_at.timestamp()
+
+
+class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch, VersionHistory):
     def __init__(
         self,
         db_path: Path,
@@ -86,9 +105,11 @@ class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch):
         lock_timeout_seconds: float = 30.0,
         index_cache_bytes: int | None = None,
         index_policy: IndexPolicy | None = None,
+        clock: Callable[[], datetime] = utc_now,
     ) -> None:
-
         self.model_id = model_id
+        self.now = clock  # every expiry is judged by it (tests move it)
+        self._expiry_at_version: tuple[int, float] | None = None
         self.dim = dim
         self._compact_threshold = compact_fragment_threshold
         self._retention = timedelta(seconds=version_retention_seconds)
@@ -193,8 +214,9 @@ class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch):
             rows = [snap.positions[i] for i in wanted if i in snap.positions]
             fetched = self._fetch_rows(snap, rows, with_vectors=with_vectors)
             if fetched is not None:
-                return self._with_accesses(fetched)
-        table = self._scan(build_filter(ids=wanted).sql, columns)
+                now = self.now()
+                return self._with_accesses([r for r in fetched if not r.expired(now)])
+        table = self._scan(self._where(build_filter(ids=wanted)), columns)
         by_id = {r.id: r for r in rows_to_records(table)}
         return self._with_accesses([by_id[i] for i in wanted if i in by_id])
 
@@ -221,24 +243,75 @@ class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch):
     def scan_arrow(self, columns: list[str], flt: Filter | None = None) -> pa.Table:
         return self._ledger.apply_arrow(self._scan(self._where(flt), columns))
 
-    def _where(self, flt: Filter | None) -> str | None:
+    def _where(self, flt: Filter | None, *, live: bool = True) -> str | None:
         """The filter's where clause, with the ledger's access counts folded into the rows
-        first when the clause reads them."""
-        if flt is None:
-            return None
-        if flt.columns & ACCESS_COLUMNS and self._ledger.entries(exact=True):
-            self.fold_accesses()
-        return flt.sql
+        first when the clause reads them. `live`: expired memories are left out (when any
+        memory has expired at all: see `_earliest_expiry`)."""
+        sql = None
+        if flt is not None:
+            if flt.columns & ACCESS_COLUMNS and self._ledger.entries(exact=True):
+                self.fold_accesses()
+            sql = flt.sql
+        if live:
+            moment = flt.as_of if flt is not None and flt.as_of is not None else self.now()
+            if flt is not None and flt.as_of is not None or self._earliest_expiry() <= moment.timestamp():
+                sql = unexpired(moment) if sql is None else f"({sql}) AND {unexpired(moment)}"
+        return sql
+
+    def _earliest_expiry(self) -> float:
+        """The first expiry (epoch seconds) of a memory not pinned, inf when none expires; kept per
+        table version, so a store where nothing has expired searches without an extra clause."""
+        version = self._table.version
+        cached = self._expiry_at_version
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        table = self._scan("expires_at IS NOT NULL AND NOT COALESCE(pinned, false)", ["expires_at"], exact_count=False)
+        first = float("inf")
+        if table.num_rows:
+            import pyarrow.compute as pc
+
+            first = pc.min(table.column("expires_at")).as_py().timestamp()
+        self._expiry_at_version = (version, first)
+        return first
+
+    def expired_ids(self) -> list[str]:
+        """Memories past their expiry, still stored (upkeep purges them)."""
+        now = self.now()
+        if self._earliest_expiry() > now.timestamp():
+            return []
+        where = f"NOT {unexpired(now)}"
+        return self._scan(where, ["id"]).column("id").to_pylist()
+
+    def purge_expired(self) -> list[str]:
+        """Delete expired memories and their history, in one commit per table."""
+        ids = self.expired_ids()
+        if not ids:
+            return []
+        with self._write_lock:
+            now = self.now()
+            return self.delete_where(build_filter(ids=ids[:MAX_LIST_VALUES]), live=False, extra=f"NOT {unexpired(now)}")
+
+    def pinned(self, namespace: str | None, limit: int) -> list[MemoryRecord]:
+        """A namespace's pinned memories (every namespace's when None), most important first, with
+        their vectors."""
+        records = self.scan(pinned_only(namespace), with_vectors=True)
+        records.sort(key=lambda r: (-r.importance, r.created_at, r.id))
+        return records[:limit]
 
     def _with_accesses(self, records: list[MemoryRecord]) -> list[MemoryRecord]:
         self._ledger.apply(records)
         return records
 
-    def _scan(self, where: str | None, columns: list[str], limit: int | None = None) -> pa.Table:
+    def _scan(
+        self, where: str | None, columns: list[str], limit: int | None = None, *, exact_count: bool = True
+    ) -> pa.Table:
         query = self._table.search().select(columns)
         if where:
             query = query.where(where)
-        query = query.limit(limit if limit is not None else max(self._table.count_rows(where), 1))
+        if limit is None and not exact_count:
+            query = query.limit(None)
+        else:
+            query = query.limit(limit if limit is not None else max(self._table.count_rows(where), 1))
         try:
             return query.to_arrow()
         except Exception as exc:
@@ -297,7 +370,7 @@ class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch):
         return results
 
     def namespaces(self) -> list[NamespaceInfo]:
-        table = self._scan(None, ["namespace", "created_at"])
+        table = self._scan(self._where(None), ["namespace", "created_at"])
         if table.num_rows == 0:
             return []
         grouped = table.group_by("namespace").aggregate(
@@ -416,6 +489,13 @@ class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch):
             "sequence": pa.array([r.conversation.sequence for r in records], pa.int64()),
             "speaker": pa.array([r.conversation.speaker for r in records], pa.string()),
             "occurred_at": pa.array([r.conversation.occurred_at for r in records], TS),
+            "memory_type": pa.array([r.memory_type for r in records], pa.string()),
+            "expires_at": pa.array([r.expires_at for r in records], TS),
+            "pinned": pa.array([bool(r.pinned) for r in records], pa.bool_()),
+            "version": pa.array([int(r.version) for r in records], pa.int64()),
+            "provenance": pa.array(
+                [None if r.provenance is None else json.dumps(r.provenance.as_dict()) for r in records], pa.string()
+            ),
         }
         return pa.Table.from_arrays([columns[f.name] for f in schema], schema=schema)
 
@@ -546,19 +626,61 @@ class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch):
             return []
         return self.delete_where(build_filter(ids=wanted))
 
-    def delete_where(self, flt: Filter) -> list[str]:
-        """Delete matching rows in one commit; returns the ids deleted."""
+    def delete_where(self, flt: Filter, *, live: bool = True, extra: str | None = None) -> list[str]:
+        """Delete matching rows and their history (the history first: a crash between leaves
+        the memory, never a history without it); returns the ids deleted. `live`: expired
+        memories, which no read returns any more, are not counted; `extra`: a further clause."""
         with self._write_lock:
             if flt.metadata:
                 ids = self._matching_ids(flt)
                 where = build_filter(ids=ids).sql if ids else None
             else:
-                where = self._where(flt)
+                where = self._where(flt, live=live)
+                if extra:
+                    where = extra if where is None else f"({where}) AND {extra}"
                 ids = self._scan(where, ["id"]).column("id").to_pylist()
             if not ids or where is None:
                 return []
+            self.drop_history(ids)
             self._commit(
                 "delete failed, nothing was deleted", lambda: self._table.delete(where), change={"removed": ids}
             )
             self._forget_accesses(ids)
         return ids
+
+    # ---- memories that change (update_memory, supersedes) --------------------------------
+
+    def rewrite(self, record: MemoryRecord, previous: MemoryRecord, max_versions: int) -> None:
+        """Replace a memory by its next version, keeping `previous` in its history. Call under
+        `exclusive()` after reading `previous`, so no other writer's version is lost."""
+        when = record.updated_at
+        self._retire([RetiredState(previous, when, "update")], max_versions)
+        self.upsert([record])
+
+    def supersede(
+        self,
+        successors: Sequence[MemoryRecord],
+        closed: Sequence[MemoryRecord],
+        successor_of: dict[str, str],
+        max_versions: int,
+    ) -> None:
+        """Store `successors` and close `closed` (their last states go to the history, each linked to
+        its successor, `successor_of[id]`): the memories table changes in one commit. Call under
+        `exclusive()`."""
+        when = successors[0].created_at
+        self._retire([RetiredState(r, when, "supersede", successor_of[r.id]) for r in closed], max_versions)
+        self.replace(successors, [r.id for r in closed])
+
+    def as_of_search(self, vector: np.ndarray, limit: int, flt: Filter, moment: datetime) -> list[ScoredMemory]:
+        """What was current at `moment` nearest to the vector: current rows whose version existed
+        then, and retired states current then (`flt` must include `filters.current_at(moment)`)."""
+        hits = self.search(vector, limit, flt, with_vectors=True)
+        retired = self.states_at(flt, moment)
+        if flt.metadata:
+            retired = [r for r in retired if metadata_matches(r.metadata, flt.metadata)]
+        if retired:
+            vectors = np.stack([np.asarray(r.vector, dtype=np.float32) for r in retired])
+            scores = np.clip(vectors @ np.asarray(vector, dtype=np.float32), 0.0, 1.0)
+            hits += [ScoredMemory(r, float(x)) for r, x in zip(retired, scores.tolist(), strict=True)]
+        hits.sort(key=lambda h: -h.similarity)
+        return hits[:limit]

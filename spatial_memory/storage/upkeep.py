@@ -1,4 +1,5 @@
-"""Background upkeep of the store: recorded recall accesses written in batches, compaction."""
+"""Background upkeep of the store: recorded recall accesses written in batches, expired memories
+purged, compaction."""
 
 from __future__ import annotations
 
@@ -100,6 +101,18 @@ class Upkeep:
         lifecycle tools); returns only once counts already being written have landed too."""
         self.run_once(compact=False)
 
+    @staticmethod
+    def _purge(store) -> None:
+        """Delete expired memories: no read returns them already, this frees the space. A failure
+        here must not stop the compaction after it."""
+        try:
+            purged = store.purge_expired()
+        except StorageError as exc:
+            log.warning("upkeep: purging expired memories: %s", exc)
+            return
+        if purged:
+            log.info("upkeep: %d expired memories purged", len(purged))
+
     def run_once(self, *, compact: bool = True) -> None:
         if not self._resources.store_is_open:
             return
@@ -113,6 +126,7 @@ class Upkeep:
                     pending, self._pending, self._pending_since = self._pending, Counter(), None
                 if pending:
                     store.record_access(dict(pending))
+            self._purge(store)
             compacted = compact and store.needs_compaction()
             if compacted:
                 store.compact()

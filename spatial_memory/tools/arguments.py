@@ -8,7 +8,7 @@ enforce (one source): raising SPATIAL_MEMORY_MAX_CONTENT_LENGTH raises both.
 # types built here per server, so annotations must be evaluated when the tools are defined.
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -20,7 +20,8 @@ from ..validation import MAX_LABEL_CHARS
 FILTERS_DESCRIPTION = (
     "Conditions combined with AND: {column: value} for equality or {column: {op: value}} with op in "
     "eq, ne, gt, gte, lt, lte, in, nin, contains. Columns: id, content, namespace, tags, importance, source, "
-    "created_at, updated_at, last_accessed, access_count, or metadata.<key>."
+    "created_at, updated_at, last_accessed, access_count, session_id, sequence, speaker, occurred_at, memory_type, "
+    "expires_at, version, or metadata.<key>."
 )
 
 
@@ -41,6 +42,9 @@ class MemoryFields(BaseModel):
                 speaker=fields.speaker,
                 occurred_at=fields.occurred_at,
             ),
+            memory_type=fields.memory_type,
+            expires_at=fields.expires_at,
+            pinned=bool(fields.pinned),
         )
 
 
@@ -67,6 +71,12 @@ class Arguments:
     occurred_at: Any
     since: Any
     until: Any
+    as_of: Any
+    memory_type: Any
+    expires_at: Any
+    pinned: Any
+    on_duplicate: Any
+    memory_ids: Any
     memory_input: type[MemoryFields]
     max_batch: int
 
@@ -101,6 +111,17 @@ def build_arguments(settings: Settings) -> Arguments:
         datetime | None,
         Field(description="When it happened, ISO 8601 (optional; e.g. for an old conversation; UTC if no zone)."),
     ]
+    memory_type = Annotated[
+        Literal["fact", "conversation", "context"] | None,
+        Field(
+            description=f"fact (default: never expires), conversation (expires after "
+            f"{settings.conversation_ttl_days:g} days) or context (expires at the end of the day)."
+        ),
+    ]
+    expires_at = Annotated[datetime | None, Field(description="Explicit expiry, ISO 8601 (overrides the type's).")]
+    pinned = Annotated[
+        bool | None, Field(description="Pinned: recall always lists it first (a profile, standing instructions).")
+    ]
     # One item of remember_batch: refuses unknown keys like the tools themselves.
     memory_input = create_model(
         "MemoryInput",
@@ -115,6 +136,9 @@ def build_arguments(settings: Settings) -> Arguments:
         sequence=(sequence, None),
         speaker=(speaker, None),
         occurred_at=(occurred_at, None),
+        memory_type=(memory_type, None),
+        expires_at=(expires_at, None),
+        pinned=(pinned, None),
     )
     low, high = DUPLICATE_SIMILARITY
     return Arguments(
@@ -153,6 +177,24 @@ def build_arguments(settings: Settings) -> Arguments:
         until=Annotated[
             datetime | None,
             Field(description="Only memories that happened at or before this time (occurred_at, else created_at)."),
+        ],
+        as_of=Annotated[
+            datetime | None,
+            Field(description="Answer with the memories current at this time (versions then, superseded ones)."),
+        ],
+        memory_type=memory_type,
+        expires_at=expires_at,
+        pinned=pinned,
+        on_duplicate=Annotated[
+            Literal["store", "skip", "supersede"],
+            Field(
+                description="When a near-duplicate is already stored: store anyway (default), skip, or supersede "
+                "the look-alikes (duplicates and contradictions)."
+            ),
+        ],
+        memory_ids=Annotated[
+            list[Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]],
+            Field(min_length=1, max_length=settings.max_batch_size, description="Memory UUIDs."),
         ],
         memory_input=memory_input,
         max_batch=settings.max_batch_size,

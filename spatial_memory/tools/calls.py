@@ -12,7 +12,7 @@ import json
 import logging
 import uuid
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import pydantic
@@ -23,6 +23,9 @@ from ..errors import InternalError, ResultTooLargeError, SpatialMemoryError, Val
 from ..runtime.imports import import_heavy_modules
 from ..transport.cancellation import request_scope
 
+if TYPE_CHECKING:
+    from ..storage.records import Provenance
+
 log = logging.getLogger("spatial_memory.tools")
 
 T = TypeVar("T")
@@ -31,6 +34,24 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempot
 ADDITIVE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
 CHANGING = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
+
+
+def provenance(ctx: Context, via: str) -> Provenance:
+    """Who is writing: the tool (`via`) and the MCP client, by the name and version it gave in
+    `initialize` (absent when the client gave none)."""
+    from ..storage.records import Provenance
+
+    info = None
+    try:
+        params = ctx.session.client_params
+        info = params.client_info if params is not None else None
+    except Exception:  # noqa: BLE001 - provenance is best effort, never a failed write
+        info = None
+    return Provenance(
+        via=via,
+        client=getattr(info, "name", None),
+        client_version=getattr(info, "version", None),
+    )
 
 
 def _json(data: dict[str, Any]) -> str:

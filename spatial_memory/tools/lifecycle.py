@@ -9,7 +9,7 @@ from pydantic import Field
 
 from ..services.results import ConsolidateResult, DecayResult, ExtractResult, ReinforceResult
 from .arguments import Arguments
-from .calls import ADDITIVE, DESTRUCTIVE, call
+from .calls import ADDITIVE, DESTRUCTIVE, call, provenance
 from .registry import ToolSet
 
 
@@ -105,6 +105,7 @@ def register(tools: ToolSet, a: Arguments) -> None:
         requirements, problems and explicit notes. Stored memories have source "extracted", their pattern as a
         tag, importance = confidence, and metadata.extraction with the pattern, confidence and
         start_pos/end_pos of the statement in the text."""
+        origin = provenance(ctx, "extract")
         return await call(
             ctx,
             lambda app: app.extraction.extract(
@@ -113,6 +114,7 @@ def register(tools: ToolSet, a: Arguments) -> None:
                 min_confidence=min_confidence,
                 deduplicate=deduplicate,
                 dedup_threshold=dedup_threshold,
+                provenance=origin,
             ),
         )
 
@@ -140,6 +142,7 @@ def register(tools: ToolSet, a: Arguments) -> None:
         Statements that differ in a number, date, unit, environment or negation are never grouped. Preview by
         default; dry_run=false writes the kept memories (recording metadata.consolidated_from) and deletes the
         others in one commit, so nothing can be lost half-way."""
+        origin = provenance(ctx, "consolidate")
         return await call(
             ctx,
             lambda app: app.consolidation.consolidate(
@@ -148,5 +151,6 @@ def register(tools: ToolSet, a: Arguments) -> None:
                 strategy=strategy,
                 dry_run=dry_run,
                 max_groups=max_groups,
+                provenance=origin,
             ),
         )

@@ -10,7 +10,7 @@ from pydantic import Field
 from ..limits import MAX_PATH_CHARS
 from ..services.results import ExportResult, ImportResult
 from .arguments import Arguments
-from .calls import ADDITIVE, DESTRUCTIVE, call
+from .calls import ADDITIVE, DESTRUCTIVE, call, provenance
 from .registry import ToolSet
 
 
@@ -89,6 +89,7 @@ def register(tools: ToolSet, a: Arguments) -> None:
         """Import memories from a Parquet, JSON or CSV file (ours or the reference implementation's), all or
         nothing. Preview with dry_run=true (the default), which checks every record. Valid UUID ids not already in
         the store, timestamps, importance, tags, metadata and access counts are kept."""
+        origin = provenance(ctx, "import")
         return await call(
             ctx,
             lambda app: app.portability.import_memories(
@@ -100,5 +101,6 @@ def register(tools: ToolSet, a: Arguments) -> None:
                 validate=validate,
                 regenerate_embeddings=regenerate_embeddings,
                 dry_run=dry_run,
+                provenance=origin,
             ),
         )

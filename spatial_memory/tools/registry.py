@@ -21,7 +21,21 @@ class ToolSet:
             tool = Tool.from_function(fn, description=inspect.cleandoc(fn.__doc__ or ""), annotations=annotations)
             # Unknown arguments are refused (the server checks them by name): say so in the schema.
             tool.parameters["additionalProperties"] = False
+            # Pydantic titles every schema ("Memory Ids" for memory_ids): they tell a model nothing
+            # and were a sixth of tools/list, which every client sends the model on every turn.
+            tool.parameters = without_titles(tool.parameters)
+            if tool.fn_metadata.output_schema is not None:
+                tool.fn_metadata.output_schema = without_titles(tool.fn_metadata.output_schema)
             self.tools.append(tool)
             return fn
 
         return register
+
+
+def without_titles(schema: Any) -> Any:
+    """A JSON schema without its "title" annotations (a property named title is kept)."""
+    if isinstance(schema, dict):
+        return {k: without_titles(v) for k, v in schema.items() if not (k == "title" and isinstance(v, str))}
+    if isinstance(schema, list):
+        return [without_titles(item) for item in schema]
+    return schema

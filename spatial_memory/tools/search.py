@@ -44,10 +44,11 @@ def register(tools: ToolSet, a: Arguments) -> None:
                 f"after it (0-{MAX_CONTEXT}), marked as context.",
             ),
         ] = 0,
+        as_of: a.as_of = None,
     ) -> Annotated[CallToolResult, RecallResult]:
         """Find the memories that best answer the query, best first: by meaning and keywords, with the
-        conversation around keyword hits (memories stored with session_id) taken into account.
-        similarity is the cosine similarity to the query (what min_similarity applies to)."""
+        conversation around keyword hits (memories stored with session_id) taken into account. The
+        namespace's pinned memories come first. similarity is the cosine similarity to the query."""
         return await call(
             ctx,
             lambda app: app.search.recall(
@@ -61,6 +62,7 @@ def register(tools: ToolSet, a: Arguments) -> None:
                 since=since,
                 until=until,
                 context=context,
+                as_of=as_of,
             ),
         )
 
@@ -79,6 +81,7 @@ def register(tools: ToolSet, a: Arguments) -> None:
         filters: a.filters = None,
         since: a.since = None,
         until: a.until = None,
+        as_of: a.as_of = None,
     ) -> Annotated[CallToolResult, HybridRecallResult]:
         """recall's ranking (meaning + BM25 keywords + conversation context) with an explicit alpha and each hit's
         scores: vector_score (cosine, null when found by keywords only), fts_score (BM25 relative to the best
@@ -96,6 +99,7 @@ def register(tools: ToolSet, a: Arguments) -> None:
                 min_similarity=min_similarity,
                 since=since,
                 until=until,
+                as_of=as_of,
             ),
         )
 

@@ -1,0 +1,154 @@
+"""Memories that change: get_memories, update_memory, memory_history."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from .. import validation as check
+from ..errors import MemoryNotFoundError, ValidationError
+from ..storage.history import RetiredState
+from ..storage.records import MemoryRecord, Provenance, is_uuid
+from .base import Service
+from .expiry import expiry_for, memory_type_of
+from .results import (
+    FullMemory,
+    GetMemoriesResult,
+    MemoryDetail,
+    MemoryHistoryResult,
+    MemoryVersion,
+    ProvenanceInfo,
+    UpdateMemoryResult,
+    timestamp,
+)
+
+# The fields update_memory may change, in the order results list them.
+CHANGEABLE = ("content", "tags", "importance", "metadata", "pinned", "memory_type", "expires_at")
+_UNSET: Any = object()
+
+
+class RevisionService(Service):
+    def get_memories(self, memory_ids: Sequence[str]) -> GetMemoriesResult:
+        """Memories by id, whole: current ones, and closed ones (superseded) marked as such."""
+        ids = list(dict.fromkeys(memory_ids))
+        if not ids:
+            raise ValidationError("memory_ids is empty: give at least one id")
+        if len(ids) > self._settings.max_batch_size:
+            raise ValidationError(f"at most {self._settings.max_batch_size} ids per call")
+        store = self._r.store()
+        current = {r.id: r for r in store.get_many(ids)}
+        closed = store.closed([i for i in ids if i not in current and is_uuid(i)])
+        counts = store.version_counts([*current, *closed])
+        found: list[FullMemory] = []
+        for memory_id in ids:
+            if memory_id in current:
+                detail = MemoryDetail.of(current[memory_id]).model_dump()
+                found.append(FullMemory(**detail, versions=counts.get(memory_id, 0) + 1))
+            elif memory_id in closed:
+                state = closed[memory_id]
+                detail = MemoryDetail.of(state.record).model_dump()
+                found.append(
+                    FullMemory(
+                        **detail,
+                        current=False,
+                        valid_until=timestamp(state.valid_until),
+                        superseded_by=state.superseded_by,
+                        versions=counts.get(memory_id, 0),
+                    )
+                )
+        return GetMemoriesResult(memories=found, not_found=[i for i in ids if i not in current and i not in closed])
+
+    def update_memory(
+        self,
+        memory_id: str,
+        *,
+        content: str | None = None,
+        tags: list[str] | None = None,
+        importance: float | None = None,
+        metadata: dict[str, Any] | None = None,
+        pinned: bool | None = None,
+        memory_type: str | None = None,
+        expires_at: datetime | None = _UNSET,
+        provenance: Provenance | None = None,
+    ) -> UpdateMemoryResult:
+        """Change a memory in place; its previous version goes to its history (one commit to the
+        memories table, under the store lock, so two writers never lose each other's version)."""
+        s = self._settings
+        changes: dict[str, Any] = {}
+        if content is not None:
+            changes["content"] = check.content(content, s)
+        if tags is not None:
+            changes["tags"] = check.tags(tags, s)
+        if importance is not None:
+            changes["importance"] = check.importance(importance)
+        if metadata is not None:
+            changes["metadata"] = check.metadata(metadata, s)
+        if pinned is not None:
+            changes["pinned"] = check.flag("pinned", pinned)
+        if memory_type is not None:
+            changes["memory_type"] = memory_type_of(memory_type)
+        if not changes and expires_at is _UNSET:
+            raise ValidationError(f"nothing to change: give at least one of {', '.join(CHANGEABLE)}")
+        # Embed before taking the lock: the model is the slow part, and the content is known.
+        vector = self._r.embedder.embed_documents([changes["content"]])[0] if "content" in changes else None
+        store = self._r.store()
+        with store.exclusive():
+            previous = store.get(memory_id, with_vector=True)
+            if previous is None:
+                raise MemoryNotFoundError(
+                    f"Memory not found: {memory_id[:64]}. It may have been superseded, expired or forgotten; "
+                    "use recall or get_memories to find current ids."
+                )
+            now = self._r.clock()
+            if "memory_type" in changes or expires_at is not _UNSET:
+                new_type = changes.get("memory_type", previous.memory_type)
+                explicit = None if expires_at is _UNSET else expires_at
+                changes["expires_at"] = expiry_for(new_type, explicit, now, s)
+            changed = [f for f in CHANGEABLE if f in changes and changes[f] != getattr(previous, f)]
+            if not changed:
+                return UpdateMemoryResult(memory=MemoryDetail.of(previous), changed=[], re_embedded=False)
+            origin = (provenance or Provenance(via="update")).but(session_id=previous.conversation.session_id)
+            record = replace(
+                previous,
+                **{f: changes[f] for f in changed},
+                vector=vector if "content" in changed else previous.vector,
+                version=previous.version + 1,
+                updated_at=now,
+                provenance=origin,
+            )
+            store.rewrite(record, previous, s.max_versions)
+        self._r.upkeep.poke()
+        return UpdateMemoryResult(memory=MemoryDetail.of(record), changed=changed, re_embedded="content" in changed)
+
+    def memory_history(self, memory_id: str, *, limit: int = 20) -> MemoryHistoryResult:
+        """A memory's versions, newest first: the current one (if any), then the retired ones."""
+        store = self._r.store()
+        current = store.get(memory_id)
+        retired = store.versions(memory_id)
+        if current is None and not retired:
+            raise MemoryNotFoundError(f"Memory not found: {memory_id[:64]}. Use recall to find memory ids.")
+        versions = ([_version(current, None)] if current is not None else []) + [
+            _version(state.record, state) for state in retired
+        ]
+        return MemoryHistoryResult(memory_id=memory_id, versions=versions[:limit], total=len(versions))
+
+
+def _version(record: MemoryRecord, state: RetiredState | None) -> MemoryVersion:
+    return MemoryVersion(
+        version=record.version,
+        content=record.content,
+        tags=list(record.tags),
+        importance=round(float(record.importance), 6),
+        metadata=record.metadata,
+        memory_type=record.memory_type,
+        pinned=record.pinned,
+        expires_at=timestamp(record.expires_at),
+        valid_from=timestamp(record.updated_at),
+        valid_until=None if state is None else timestamp(state.valid_until),
+        current=state is None,
+        retired_by=None if state is None else state.retired_by,
+        superseded_by=None if state is None else state.superseded_by,
+        provenance=ProvenanceInfo.of(record.provenance),
+    )

@@ -1,0 +1,206 @@
+"""The states memories left behind: versions replaced by update_memory, memories closed by a successor.
+
+A part of MemoryStore (it uses the store's database, lock and commit helpers). The history lives
+in its own table, `memory_versions` (schema.HISTORY_TABLE), created by the first retirement, so
+the memories table only ever holds current memories and every existing read stays as it was.
+
+Each change is two commits - the retired state into the history table, then the memories table
+- under the store's write lock. The second commit is the change: until it lands, the history row
+it wrote is not part of any memory's history, by this rule (`_real`): a history row counts when
+the memory's current row has a higher version, or when the memory has no current row and a
+successor closed it at this row's version or a later one. So a crash between the two commits
+leaves a row nobody reads, and the retry writes the same row again (rows are keyed
+"<id>#<version>").
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import pyarrow as pa
+
+from ..errors import StorageError
+from .filters import MAX_LIST_VALUES, Filter, build_filter, quote, retired_current_at
+from .records import MemoryRecord
+from .schema import HISTORY_COLUMNS, HISTORY_TABLE, SUMMARY_COLUMNS, TS, history_schema, rows_to_records
+
+log = logging.getLogger(__name__)
+
+RETIRED_BY = ("update", "supersede")
+_HISTORY_ONLY = [f.name for f in HISTORY_COLUMNS]
+
+
+@dataclass
+class RetiredState:
+    """A memory as it was, and how it stopped being current."""
+
+    record: MemoryRecord
+    valid_until: datetime
+    retired_by: str  # one of RETIRED_BY
+    superseded_by: str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.record.id}#{self.record.version}"
+
+
+class VersionHistory:
+    """MemoryStore's history methods."""
+
+    def _history(self, *, create: bool = False):
+        """The history table (None when it does not exist yet and `create` is False)."""
+        db = self._db
+        cached = getattr(self, "_history_handle", None)
+        if cached is not None and cached[0] is db:
+            return cached[1]
+        try:
+            if HISTORY_TABLE in db.list_tables().tables:
+                table = db.open_table(HISTORY_TABLE)
+            elif create:
+                try:
+                    table = db.create_table(HISTORY_TABLE, schema=history_schema(self.model_id, self.dim))
+                except (ValueError, OSError):  # another process created it meanwhile
+                    table = db.open_table(HISTORY_TABLE)
+            else:
+                return None
+        except Exception as exc:  # noqa: BLE001 - surfaced typed
+            raise StorageError(f"cannot open the memory history: {exc}") from exc
+        self._history_handle = (db, table)
+        return table
+
+    def _retire(self, states: Sequence[RetiredState], max_versions: int) -> None:
+        """Write retired states (under the write lock), keeping at most `max_versions` versions per
+        memory, the one replacing them included."""
+        if not states:
+            return
+        table = self._history(create=True)
+        data = self._history_arrow(states)
+        # Versions beyond the bound go in the same commit.
+        trims = [
+            f"(id = {quote(s.record.id)} AND version <= {int(s.record.version) + 1 - max_versions})"
+            for s in states
+            if s.record.version + 1 > max_versions
+        ]
+        with self._write_lock:
+            merge = table.merge_insert("version_key").when_matched_update_all().when_not_matched_insert_all()
+            if trims:
+                merge = merge.when_not_matched_by_source_delete(" OR ".join(trims))
+            self._attempt("history write failed, nothing was changed", lambda: merge.execute(data), None, counted=False)
+
+    def _history_arrow(self, states: Sequence[RetiredState]) -> pa.Table:
+        """Retired states as rows of the history table (with their vectors)."""
+        if not states:
+            return history_schema(self.model_id, self.dim).empty_table()
+        data = self._to_arrow([s.record for s in states])
+        extra = {
+            "version_key": pa.array([s.key for s in states], pa.string()),
+            "valid_until": pa.array([s.valid_until for s in states], TS),
+            "retired_by": pa.array([s.retired_by for s in states], pa.string()),
+            "superseded_by": pa.array([s.superseded_by for s in states], pa.string()),
+        }
+        for name in _HISTORY_ONLY:
+            data = data.append_column(name, extra[name])
+        return data.select(history_schema(self.model_id, self.dim).names)
+
+    def history_arrow(self, flt: Filter | None) -> pa.Table:
+        """Every retired state matching the filter, as history rows (for export)."""
+        where = flt.sql if flt is not None and flt.sql else "true"
+        return self._history_arrow(self._real(self._history_rows(where, with_vectors=True)))
+
+    def _history_rows(self, where: str, *, with_vectors: bool = False) -> list[tuple[MemoryRecord, dict]]:
+        table = self._history()
+        if table is None:
+            return []
+        columns = SUMMARY_COLUMNS + _HISTORY_ONLY + (["vector"] if with_vectors else [])
+        try:
+            found = table.search().where(where).select(columns).limit(max(table.count_rows(where), 1)).to_arrow()
+        except Exception as exc:  # noqa: BLE001
+            raise StorageError(f"history read failed: {exc}") from exc
+        extras = found.select(_HISTORY_ONLY).to_pylist()
+        return list(zip(rows_to_records(found.drop_columns(_HISTORY_ONLY)), extras, strict=True))
+
+    def _real(self, rows: list[tuple[MemoryRecord, dict]]) -> list[RetiredState]:
+        """The rows that are part of a memory's history (see the module docstring)."""
+        if not rows:
+            return []
+        ids = list(dict.fromkeys(r.id for r, _ in rows))
+        current = self._current_versions(ids)
+        closed = self._closing_versions([i for i in ids if i not in current])
+        states = []
+        for record, extra in rows:
+            live, closing = current.get(record.id), closed.get(record.id)
+            if (live is not None and live > record.version) or (
+                live is None and closing is not None and closing >= record.version
+            ):
+                states.append(RetiredState(record, extra["valid_until"], extra["retired_by"], extra["superseded_by"]))
+        return states
+
+    def _current_versions(self, ids: list[str]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for start in range(0, len(ids), MAX_LIST_VALUES):
+            table = self._scan(build_filter(ids=ids[start : start + MAX_LIST_VALUES]).sql, ["id", "version"])
+            for memory_id, version in zip(table.column("id").to_pylist(), table.column("version").to_pylist()):
+                found[memory_id] = int(version or 1)
+        return found
+
+    def _closing_versions(self, ids: list[str]) -> dict[str, int]:
+        """For memories without a current row: the version a successor closed them at."""
+        table = self._history()
+        found: dict[str, int] = {}
+        if table is None:
+            return found
+        for start in range(0, len(ids), MAX_LIST_VALUES):
+            where = f"superseded_by IS NOT NULL AND {build_filter(ids=ids[start : start + MAX_LIST_VALUES]).sql}"
+            rows = table.search().where(where).select(["id", "version"]).limit(None).to_arrow()
+            for memory_id, version in zip(rows.column("id").to_pylist(), rows.column("version").to_pylist()):
+                found[memory_id] = max(found.get(memory_id, 0), int(version or 1))
+        return found
+
+    def versions(self, memory_id: str) -> list[RetiredState]:
+        """The retired states of one memory, newest first."""
+        states = self._real(self._history_rows(build_filter(ids=[memory_id]).sql))
+        return sorted(states, key=lambda s: s.record.version, reverse=True)
+
+    def closed(self, ids: Sequence[str]) -> dict[str, RetiredState]:
+        """For ids with no current row that a successor closed: their last state."""
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return {}
+        found: dict[str, RetiredState] = {}
+        for state in self._real(self._history_rows(build_filter(ids=wanted).sql)):
+            if state.superseded_by and (
+                state.record.id not in found or found[state.record.id].record.version < state.record.version
+            ):
+                found[state.record.id] = state
+        return found
+
+    def version_counts(self, ids: Sequence[str]) -> dict[str, int]:
+        """Retired versions kept per memory id."""
+        counts: dict[str, int] = {}
+        for state in self._real(self._history_rows(build_filter(ids=list(dict.fromkeys(ids))).sql)):
+            counts[state.record.id] = counts.get(state.record.id, 0) + 1
+        return counts
+
+    def states_at(self, flt: Filter, moment: datetime) -> list[MemoryRecord]:
+        """Retired states that were current at `moment` and match the filter, with vectors."""
+        where = " AND ".join(f"({c})" for c in (flt.sql, retired_current_at(moment)) if c)
+        return [s.record for s in self._real(self._history_rows(where, with_vectors=True))]
+
+    def restore_history(self, states: Sequence[RetiredState]) -> None:
+        """Write retired states as they are (import)."""
+        if states:
+            self._retire(states, max_versions=1 << 30)
+
+    def drop_history(self, ids: Sequence[str]) -> None:
+        """Remove every retired state of these memories (before they are forgotten)."""
+        table = self._history()
+        wanted = list(dict.fromkeys(ids))
+        if table is None or not wanted:
+            return
+        with self._write_lock:
+            for start in range(0, len(wanted), MAX_LIST_VALUES):
+                where = build_filter(ids=wanted[start : start + MAX_LIST_VALUES]).sql
+                self._attempt("history delete failed", lambda w=where: table.delete(w), None, counted=False)
