@@ -150,3 +150,12 @@ def test_presence_of_a_live_and_of_a_dead_ingester(tmp_path: Path) -> None:
 def test_spool_files_are_private(tmp_path: Path) -> None:
     path = Spool(tmp_path).append([record(1)])
     assert path is not None and path.stat().st_mode & 0o077 == 0
+
+
+def test_record_ids_are_the_standard_uuid5() -> None:
+    import uuid
+
+    from spatial_memory.capture.records import ID_NAMESPACE, uuid5
+
+    for name in ("", "claude-code\0s\0tool\0fix\0Fixed: `x` passes now", "日本語 🎉"):
+        assert uuid5(ID_NAMESPACE, name) == str(uuid.uuid5(uuid.UUID(ID_NAMESPACE), name))

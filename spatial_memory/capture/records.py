@@ -7,7 +7,7 @@ retried claim, a statement seen in a prompt and again in the transcript) is stor
 
 from __future__ import annotations
 
-import uuid
+import hashlib
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
@@ -18,12 +18,21 @@ if TYPE_CHECKING:
 
 FORMAT = 1
 CAPTURED_BY = "hook"
-_ID_NAMESPACE = uuid.UUID("8f0f6f3e-6a0e-4a5e-9d1c-3c2b7d0e5a11")
+ID_NAMESPACE = "8f0f6f3e-6a0e-4a5e-9d1c-3c2b7d0e5a11"
 
 
 def record_id(client: str, session_id: str, item: Captured) -> str:
     key = f"{client}\0{session_id}\0{item.speaker}\0{item.kind}\0{item.content}"
-    return str(uuid.uuid5(_ID_NAMESPACE, key))
+    return uuid5(ID_NAMESPACE, key)
+
+
+def uuid5(namespace: str, name: str) -> str:
+    """`str(uuid.uuid5(UUID(namespace), name))`, without importing `uuid` (and its C module) into a hook."""
+    digest = bytearray(hashlib.sha1(bytes.fromhex(namespace.replace("-", "")) + name.encode()).digest()[:16])
+    digest[6] = (digest[6] & 0x0F) | 0x50  # version 5
+    digest[8] = (digest[8] & 0x3F) | 0x80  # RFC 4122 variant
+    h = digest.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def to_record(
