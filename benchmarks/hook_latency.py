@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -54,19 +55,32 @@ def env_for(store: Path) -> dict[str, str]:
     return env
 
 
+CPU_TIMES: list[float] = []  # CPU seconds (user + system) of each timed process, in order
+
+
 def timed(command: list[str], body: bytes, env: dict[str, str]) -> float:
+    """Wall time of one hook process; its CPU time goes to CPU_TIMES (on a shared host the wall
+    time is the CPU time stretched by everyone else's load)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(command, input=body, capture_output=True, env=env, timeout=120)
     elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU_TIMES.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     if done.returncode != 0:
         raise RuntimeError(f"{command}: {done.stderr.decode()[-500:]}")
     return elapsed
 
 
-def percentiles(samples: list[float]) -> dict[str, float]:
-    ordered = sorted(samples)
-    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-    return {"p50_ms": round(statistics.median(ordered) * 1000, 1), "p95_ms": round(p95 * 1000, 1)}
+def percentiles(samples: list[float], cpu: list[float] | None = None) -> dict[str, float]:
+    def pct(values: list[float], q: float) -> float:
+        ordered = sorted(values)
+        return round(ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] * 1000, 1)
+
+    out = {"p50_ms": round(statistics.median(samples) * 1000, 1), "p95_ms": pct(samples, 0.95)}
+    if cpu:
+        out["cpu_p50_ms"] = round(statistics.median(cpu) * 1000, 1)
+    return out
 
 
 def seed(store: Path, project: Path, transcript: Path) -> None:
@@ -114,8 +128,11 @@ def run_cases(cases, runs: int, project: Path, transcript: Path, env: dict[str, 
             payload["session_id" if client == "claude_code" else "conversation_id"] = f"bench-{tag}-{i}"
             command = [sys.executable, "-m", "spatial_memory", "hook", event]
             samples.append(timed(command, json.dumps(payload).encode(), env))
-        results[label] = percentiles(samples)
-        print(f"[{tag}] {label:42s} p50 {results[label]['p50_ms']:7.1f} ms  p95 {results[label]['p95_ms']:7.1f} ms")
+        results[label] = percentiles(samples, CPU_TIMES[-runs:])
+        r = results[label]
+        print(
+            f"[{tag}] {label:42s} p50 {r['p50_ms']:7.1f} ms  p95 {r['p95_ms']:7.1f} ms  cpu {r['cpu_p50_ms']:6.1f} ms"
+        )
     return results
 
 
@@ -166,7 +183,7 @@ def main() -> None:
         seed(store, project, transcript)
         env = env_for(store)
         floor = [timed([sys.executable, "-c", "pass"], b"", env) for _ in range(args.runs)]
-        no_server = {"python -c pass (floor)": percentiles(floor)}
+        no_server = {"python -c pass (floor)": percentiles(floor, CPU_TIMES[-args.runs :])}
         no_server.update(run_cases(CASES, args.runs, project, transcript, env, "no server"))
         server_results, visible = anyio.run(with_server, args.runs, store, project, transcript)
         with open("/proc/loadavg") as handle:
