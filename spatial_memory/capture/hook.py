@@ -24,15 +24,16 @@ from .namespace import project_namespace, project_root
 from .records import now_iso, to_record
 from .redaction import redact, redact_value
 from .selection import from_text, from_tool_use, remember_highlights, session_summary
-from .session_state import session_state, take_sequences
+from .session_state import session_state
 from .spool import Spool
 
 INGEST_ENV = "SPATIAL_MEMORY_CAPTURE_INGEST"  # Settings.capture_ingest: false = no one ingests on their own
 CONTEXT_SECONDS = {p.SESSION_START: 10.0, p.PROMPT: 5.0}  # well inside the hook timeouts setup.py sets
 CONTEXT_ENV = "SPATIAL_MEMORY_CAPTURE_CONTEXT_SECONDS"
 MAX_OUTPUT_CHARS = 32_000  # of a tool's output, read for errors: its head and tail
-# Events after which a background ingester is started when no server would ingest.
-_INGEST_AFTER = (p.SESSION_START, p.STOP, p.SESSION_END, p.PRE_COMPACT)
+# Events after which a background ingester is started when no server would ingest (not at
+# SessionStart: the client is starting its MCP server then, which ingests on its own).
+_INGEST_AFTER = (p.STOP, p.SESSION_END, p.PRE_COMPACT)
 
 
 def run(event_name: str, *, client: str | None = None, store: str | None = None, stdin: bytes | None = None) -> int:
@@ -94,7 +95,6 @@ def capture(event: p.HookEvent, spool: Spool, namespace: str) -> list[dict]:
                 items.append(summary)
         for item in items:  # everything was redacted on the way in; this is the last line of defence
             item.content = redact(item.content)
-        sequences = take_sequences(state, len(items))
     return [
         to_record(
             item,
@@ -102,11 +102,10 @@ def capture(event: p.HookEvent, spool: Spool, namespace: str) -> list[dict]:
             client_version=event.client_version,
             event=event.name,
             session_id=event.session_id,
-            sequence=sequence,
             namespace=namespace,
             tool_name=event.tool_name,
         )
-        for item, sequence in zip(items, sequences)
+        for item in items
     ]
 
 

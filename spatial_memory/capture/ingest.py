@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any
 
 from .presence import ingesting, someone_ingesting
+from .session_state import forget_old_sessions
 from .spool import Spool
 from .store import store_captured
 
 log = logging.getLogger(__name__)
 
 POLL_SECONDS = 1.0
+SESSION_STATE_DAYS = 30.0  # hooks' per-session state older than this is removed (hourly)
 MAX_FILES = 200
 MAX_RECORDS = 500
 
@@ -76,10 +79,14 @@ class SpoolIngester:
             self._thread = None
 
     def _run(self) -> None:
+        tidied = 0.0
         try:
             with ingesting(self._spool.dir):
                 while not self._stopping.wait(POLL_SECONDS):
                     self._pass()
+                    if time.monotonic() - tidied > 3600:
+                        tidied = time.monotonic()
+                        forget_old_sessions(self._spool.dir, SESSION_STATE_DAYS * 86400)
         except Exception:  # noqa: BLE001 - capture must never take the server down
             log.exception("capture ingest stopped")
 

@@ -42,7 +42,6 @@ def to_record(
     client_version: str | None,
     event: str,
     session_id: str,
-    sequence: int,
     namespace: str,
     tool_name: str | None = None,
 ) -> dict[str, Any]:
@@ -64,7 +63,9 @@ def to_record(
         "tags": ["captured", *item.tags],
         "importance": item.importance,
         "session_id": session_id,
-        "sequence": sequence,
+        # Numbered by the store when stored, after the session's last, in spool order (file
+        # names are times): no number to keep in step across hooks, and none reused after a crash.
+        "sequence": None,
         "speaker": item.speaker,
         "occurred_at": item.occurred_at or now_iso(),
         "client": client,

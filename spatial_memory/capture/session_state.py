@@ -1,7 +1,7 @@
 """What the hooks of one client session remember between invocations.
 
 Each hook is a new process, so the session's running state lives in a small JSON file under
-`<store>/spool/sessions/`: the next sequence number, how far the transcript has been read, the
+`<store>/spool/sessions/`: how far the transcript has been read, the
 commands that failed (to recognise their fix), the files edited and counts for the session
 summary. Hooks of one session can run at once (Claude Code runs the hooks of parallel tool
 calls in parallel), so the file is read and written under an exclusive lock on a lock file next
@@ -31,7 +31,6 @@ SESSIONS_DIR = "sessions"
 
 def _fresh() -> dict[str, Any]:
     return {
-        "next_sequence": 0,
         "transcript_offset": 0,
         "failures": {},
         "edited": [],
@@ -60,10 +59,27 @@ def session_state(spool_dir: Path, client: str, session_id: str) -> Iterator[dic
         os.replace(tmp, path)
 
 
-def take_sequences(state: dict[str, Any], count: int) -> list[int]:
-    first = int(state.get("next_sequence", 0))
-    state["next_sequence"] = first + count
-    return list(range(first, first + count))
+def forget_old_sessions(spool_dir: Path, max_age_seconds: float) -> int:
+    """Remove the state of sessions untouched for `max_age_seconds`. A session resumed after that
+    reads its transcript again from the start; what it captured before has the same ids and is
+    not stored twice. Returns how many were removed."""
+    import time
+
+    directory = spool_dir / SESSIONS_DIR
+    cutoff = time.time() - max_age_seconds
+    removed = 0
+    try:
+        entries = list(os.scandir(directory))
+    except FileNotFoundError:
+        return 0
+    for entry in entries:
+        try:
+            if entry.stat().st_mtime < cutoff:
+                os.unlink(entry.path)
+                removed += entry.name.endswith(".json")
+        except OSError:
+            pass
+    return removed
 
 
 @contextmanager
