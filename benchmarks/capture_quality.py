@@ -18,6 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from benchmarks.common import RESULTS_DIR
 from spatial_memory.capture import payloads
 from spatial_memory.capture.hook import capture
 from spatial_memory.capture.spool import Spool
@@ -42,7 +43,7 @@ def replay(session: dict, workdir: Path) -> list[dict]:
 
     def fire(name: str, **fields) -> None:
         event = payloads.parse(name, json.dumps({**common, "hook_event_name": name, **fields}))
-        records.extend(capture(event, spool, "project-sample"))
+        records.extend(capture(event, spool, "project-sample", write=False))
 
     previous = None
     for unit in session["units"]:
@@ -83,7 +84,7 @@ def replay_cursor(session: dict, workdir: Path) -> list[dict]:
 
     def fire(name: str, **fields) -> None:
         event = payloads.parse(name, json.dumps({**common, "hook_event_name": name, **fields}))
-        records.extend(capture(event, spool, "project-sample"))
+        records.extend(capture(event, spool, "project-sample", write=False))
 
     for unit in session["units"]:
         ids = {"generation_id": unit["id"]}
@@ -152,6 +153,8 @@ def main() -> None:
     for name, path in (("claude-code (rules written with it in view)", SESSION), ("cursor (held out)", HELD_OUT)):
         result = evaluate(json.loads(path.read_text()))
         out[name] = result if verbose else {k: v for k, v in result.items() if k != "captured"}
+    RESULTS_DIR.mkdir(exist_ok=True)
+    (RESULTS_DIR / "capture_quality.json").write_text(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
     print(json.dumps(out, indent=2))
 
 

@@ -44,7 +44,7 @@ def seeded_app(tmp_path: Path) -> App:
         "PostToolUse_Bash_fixed",
         "SessionEnd",
     ):
-        spool.append(capture(parse(key.split("_")[0], json.dumps(payloads[key])), spool, NS))
+        capture(parse(key.split("_")[0], json.dumps(payloads[key])), spool, NS)
     ingest_all(app, spool)
     return app
 

@@ -293,7 +293,7 @@ def test_ingest_retried_after_a_crash_stores_nothing_twice(tmp_path: Path, monke
     spool = Spool(settings.path)
     for name in ("UserPromptSubmit", "PostToolUse_Edit", "PostToolUse_Bash_failed"):
         event = parse(name.split("_")[0], json.dumps(payloads[name]))
-        spool.append(capture(event, spool, "ns"))
+        capture(event, spool, "ns")
     app = App(Resources(settings, HashEmbedder()))
     crashed = monkeypatch.context()
     with crashed as patch:

@@ -49,7 +49,7 @@ def run(event_name: str, *, client: str | None = None, store: str | None = None,
     namespace = project_namespace(event.cwd)
     status = 0
     try:
-        spool.append(capture(event, spool, namespace))
+        capture(event, spool, namespace)
     except Exception as exc:  # noqa: BLE001
         _warn(f"spatial-memory hook {event.name}: could not spool the capture: {type(exc).__name__}: {exc}")
         status = 1
@@ -67,8 +67,11 @@ def run(event_name: str, *, client: str | None = None, store: str | None = None,
     return status
 
 
-def capture(event: p.HookEvent, spool: Spool, namespace: str) -> list[dict]:
-    """The spool records for this event (redacted), updating the session's state."""
+def capture(event: p.HookEvent, spool: Spool, namespace: str, *, write: bool = True) -> list[dict]:
+    """The spool records for this event (redacted), appended to the spool (unless `write` is
+    False), and the session's state updated. The records are spooled before the state is saved,
+    under its lock: a hook killed in between leaves the transcript offset where it was, so the
+    next hook reads those messages again (same ids: stored once) instead of skipping them."""
     project = str(project_root(event.cwd))
     with session_state(spool.dir, event.client, event.session_id) as state:
         items = []
@@ -95,18 +98,21 @@ def capture(event: p.HookEvent, spool: Spool, namespace: str) -> list[dict]:
                 items.append(summary)
         for item in items:  # everything was redacted on the way in; this is the last line of defence
             item.content = redact(item.content)
-    return [
-        to_record(
-            item,
-            client=event.client,
-            client_version=event.client_version,
-            event=event.name,
-            session_id=event.session_id,
-            namespace=namespace,
-            tool_name=event.tool_name,
-        )
-        for item in items
-    ]
+        records = [
+            to_record(
+                item,
+                client=event.client,
+                client_version=event.client_version,
+                event=event.name,
+                session_id=event.session_id,
+                namespace=namespace,
+                tool_name=event.tool_name,
+            )
+            for item in items
+        ]
+        if write:
+            spool.append(records)
+    return records
 
 
 def store_directory(explicit: str | None = None) -> Path:
