@@ -243,6 +243,7 @@ def test_every_tool_succeeds_through_the_typescript_client(node, tmp_path):
             "arguments": {"query": "billing database", "namespace": NS, "as_of": "2100-01-01T00:00:00Z"},
         },  # 37
         {"call": "recall", "arguments": {"query": "anything at all", "namespace": NS, "limit": 1}},  # 38: pinned first
+        {"call": "setup_hooks", "arguments": {"client": "cursor", "scope": "project"}},  # 39
     ]
     with TsClient(node, server_spec(store, **exchange_env(exchange)), tmp_path / "driver.log") as client:
         listed = {t["name"] for t in client.tools}
@@ -296,6 +297,7 @@ def test_every_tool_succeeds_through_the_typescript_client(node, tmp_path):
     assert by_id[data[35]["id"]]["provenance"]["via"] == "supersede"
     assert batch["ids"][4] not in {m["id"] for m in data[37]["memories"]}
     assert data[38]["memories"][0]["id"] == batch["ids"][3] and data[38]["memories"][0]["pinned"] is True
+    assert data[39]["hooks_file"] == "<project>/.cursor/hooks.json" and data[39]["hooks"]["version"] == 1
 
 
 # ---- 2. typed errors ------------------------------------------------------------------------
