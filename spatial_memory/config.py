@@ -102,6 +102,11 @@ class Settings(BaseSettings):
         description="How often upkeep looks for recorded recall accesses to write "
         "(written in a 0.25 s pause between tool calls, at most 30 s after).",
     )
+    read_only: bool = Field(
+        False,
+        description="Open the store read-only: reads work, every write is a ReadOnlyStoreError. A store on "
+        "read-only media or without write permission is opened so anyway.",
+    )
     lock_timeout_seconds: float = Field(
         30.0,
         gt=0,

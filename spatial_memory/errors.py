@@ -45,6 +45,12 @@ class StorageError(SpatialMemoryError):
     """A database operation failed."""
 
 
+class ReadOnlyStoreError(StorageError):
+    """The store can be read but not written: read-only media or permissions, SPATIAL_MEMORY_READ_ONLY,
+    or a damaged newest version (served at the last good one until `spatial-memory doctor --repair`).
+    Nothing was changed; retrying does not help."""
+
+
 class EmbeddingError(SpatialMemoryError):
     """Embedding generation failed."""
 

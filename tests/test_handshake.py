@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from spatial_memory.config import Settings
+from spatial_memory.tools import build_tools
 from spatial_memory.transport.handshake import HandshakeCache, Recorder, cache_key, fingerprint
 
 from .conftest import HashEmbedder, data
@@ -145,7 +146,7 @@ def test_legacy_initialize_is_replayed_to_the_sdk_and_answered_once(tmp_path):
         ids = [line["id"] for line in lines if "id" in line]
         assert sorted(map(str, ids)) == ["1", "3", "two"]  # every request answered exactly once
         assert answers[1]["result"]["protocolVersion"] == "2025-06-18"
-        assert len(answers["two"]["result"]["tools"]) == 25
+        assert len(answers["two"]["result"]["tools"]) == len(build_tools(Settings()))
         assert answers[3]["result"]["structuredContent"]["total_memories"] == 0  # the SDK session is initialized
     assert second[1] == first[1] and second["two"] == first["two"]
 

@@ -478,3 +478,14 @@ def test_params_are_validated(change):
 def test_default_params_are_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         ranking.DEFAULT_PARAMS.alpha = 0.1  # type: ignore[misc]
+
+
+def test_text_features_equal_the_functions_and_survive_forgetting():
+    texts = ["I went there yesterday", "How was it?", "I went there yesterday", None, "We met on Friday, right?"]
+    expected = (ranking.word_counts(texts), ranking.asks_question(texts), ranking.mentions_time(texts))
+    features = ranking.TextFeatures(max_texts=3)
+    for _ in range(3):  # computed, then remembered; four distinct texts overflow three: forgotten, recomputed
+        got = features.of(texts)
+        for g, e in zip(got, expected, strict=True):
+            assert g.dtype == e.dtype and np.array_equal(g, e)
+    assert [a.shape for a in features.of([])] == [(0,), (0,), (0,)]

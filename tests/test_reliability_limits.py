@@ -149,16 +149,21 @@ def _request_cancelled() -> bool:
 
 
 async def test_cancelled_request_writes_nothing(tmp_path, monkeypatch):
+    from contextlib import contextmanager
+
     from spatial_memory.storage.store import MemoryStore
 
-    # Each store write, and how it ended, so the test waits for the cancelled batch's write attempt.
+    # Each write (remember takes the store's write lock to check for look-alikes, then writes under
+    # it), and how it ended, so the test waits for the cancelled batch's write attempt.
     adds: list[str] = []
     added = threading.Event()
-    original_add = MemoryStore.add
+    original_exclusive = MemoryStore.exclusive
 
-    def add(self, records):
+    @contextmanager
+    def exclusive(self):
         try:
-            original_add(self, records)
+            with original_exclusive(self):
+                yield
             adds.append("written")
         except Exception as exc:
             adds.append(type(exc).__name__)
@@ -166,7 +171,7 @@ async def test_cancelled_request_writes_nothing(tmp_path, monkeypatch):
         finally:
             added.set()
 
-    monkeypatch.setattr(MemoryStore, "add", add)
+    monkeypatch.setattr(MemoryStore, "exclusive", exclusive)
     embedder = BlockingEmbedder()
     settings = Settings(path=tmp_path / "store", preload=False)
     async with await _client(settings, embedder) as client:

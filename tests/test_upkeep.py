@@ -9,6 +9,8 @@ from spatial_memory.storage.upkeep import Upkeep
 
 
 class FakeStore:
+    read_only = False
+
     def __init__(self) -> None:
         self.flushed: list[dict[str, int]] = []
         self.flushed_at: list[float] = []  # time.monotonic() of each write
@@ -19,6 +21,9 @@ class FakeStore:
 
     def needs_compaction(self):
         return False
+
+    def purge_expired(self):
+        return []
 
     def refresh_exact(self):
         pass

@@ -59,6 +59,7 @@ __all__ = [
     "DatePeriod",
     "QueryFeatures",
     "RankingParams",
+    "TextFeatures",
     "asks_question",
     "mentions_time",
     "query_features",
@@ -187,6 +188,32 @@ def asks_question(texts: Iterable[str | None]) -> np.ndarray:
 def word_counts(texts: Iterable[str | None]) -> np.ndarray:
     """Per text: its length in whitespace-separated words."""
     return np.array([len((t or "").split()) for t in texts], dtype=np.float64)
+
+
+class TextFeatures:
+    """`word_counts`, `asks_question` and `mentions_time` of texts, each distinct text worked out once
+    and remembered (up to `max_texts`, then forgotten all at once): a server ranks the same memories'
+    texts query after query."""
+
+    def __init__(self, max_texts: int = 50_000) -> None:
+        self._max = max_texts
+        self._known: dict[str | None, tuple[float, bool, bool]] = {}
+
+    def of(self, texts: Sequence[str | None]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(words, question, time_ref) per text, as the three functions give them."""
+        known = self._known
+        new = [t for t in dict.fromkeys(texts) if t not in known]
+        if new:
+            if len(known) + len(new) > self._max:
+                known = self._known = {}  # a new dict: a reader of the old one still finds its texts
+            rows = zip(word_counts(new).tolist(), asks_question(new).tolist(), mentions_time(new).tolist())
+            known.update(zip(new, rows))
+        features = [known[t] for t in texts]
+        return (
+            np.array([f[0] for f in features], dtype=np.float64),
+            np.array([f[1] for f in features], dtype=bool),
+            np.array([f[2] for f in features], dtype=bool),
+        )
 
 
 # ---------------------------------------------------------------------------------------------

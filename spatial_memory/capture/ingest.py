@@ -27,7 +27,10 @@ MAX_RECORDS = 500
 
 
 def ingest_once(app: Any, spool: Spool) -> tuple[int, int]:
-    """One pass over the spool; returns the numbers of files taken and of memories stored."""
+    """One pass over the spool; returns the numbers of files taken and of memories stored. A
+    read-only store takes nothing: the spool waits for a process that can write."""
+    if getattr(app.resources.store(), "read_only", False):
+        return 0, 0
     claims = spool.claim(limit=MAX_FILES)
     if not claims:
         return 0, 0

@@ -91,6 +91,7 @@ class Resources:
                             ef=self.settings.index_ef,
                             refine_factor=self.settings.index_refine_factor,
                         ),
+                        read_only=self.settings.read_only,
                     )
         return self._store
 

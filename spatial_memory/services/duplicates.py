@@ -17,6 +17,9 @@ from ..storage.filters import build_filter
 # Up to this many memories in a namespace, stored vectors are compared exactly (in blocks);
 # beyond, each candidate asks the vector index for its closest memory.
 EXACT_SCAN_LIMIT = 20_000
+# Up to this many vectors (a remember), each is one search (the store's exact copy answers it in
+# a millisecond) rather than a scan of every stored vector.
+FEW_VECTORS = 16
 _BLOCK = 8_192
 
 
@@ -59,7 +62,7 @@ def closest_stored(store, namespace: str, vectors: np.ndarray, k: int = 1) -> li
     total = store.count(flt)
     if total == 0 or len(vectors) == 0:
         return [[] for _ in vectors]
-    if total <= EXACT_SCAN_LIMIT:
+    if FEW_VECTORS < len(vectors) and total <= EXACT_SCAN_LIMIT:
         from ..storage.schema import vectors_of
 
         table = store.scan_arrow(["id", "vector"], flt)

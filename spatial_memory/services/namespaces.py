@@ -35,6 +35,20 @@ def _directory_size(path) -> int:
     return total
 
 
+def _condition(store) -> dict:
+    """Whether the store can be written, and why not: read-only storage, or a damaged newest
+    version that it is served around (storage/recovery.py)."""
+    damage = store.damage
+    if damage is not None:
+        newest = max(damage.damaged_versions)
+        reason = (
+            f"its newest version ({newest}) is damaged; it serves version {damage.opened_version}. "
+            "Run `spatial-memory doctor --repair`"
+        )
+        return {"read_only": True, "read_only_reason": reason, "damaged_versions": damage.damaged_versions}
+    return {"read_only": store.read_only, "read_only_reason": store.read_only_reason}
+
+
 class NamespaceService(Service):
     def stats(self, *, namespace: str | None = None, include_index_details: bool = True) -> StatsResult:
         import pyarrow.compute as pc
@@ -68,6 +82,7 @@ class NamespaceService(Service):
             embedding_model=store.model_id,
             embedding_dimensions=store.dim,
             storage_path=str(self._settings.path),
+            **_condition(store),
         )
 
     def namespaces(self, *, include_stats: bool = True) -> NamespacesResult:

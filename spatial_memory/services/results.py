@@ -246,6 +246,9 @@ class StatsResult(BaseModel):
     embedding_model: str
     embedding_dimensions: int
     storage_path: str
+    read_only: bool = False
+    read_only_reason: str | None = None
+    damaged_versions: list[int] = Field(default_factory=list)
 
 
 class NamespaceItem(BaseModel):

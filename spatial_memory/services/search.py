@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 
-from ..algorithms.ranking import DEFAULT_PARAMS
+from ..algorithms.ranking import DEFAULT_PARAMS, TextFeatures
 from ..errors import MemoryNotFoundError, ValidationError
 from ..limits import MAX_CONTEXT
+from ..storage.candidates import Candidates
 from ..storage.filters import Filter, both, build_filter, current_at, session_windows
 from ..storage.records import MemoryRecord, ScoredMemory, as_utc
 from .base import Service
@@ -55,16 +58,28 @@ def _session_windows(records: list[MemoryRecord], radius: int) -> list[tuple[str
     ]
 
 
-def _epoch(moment: datetime | None) -> float:
-    return moment.timestamp() if moment is not None else float("nan")
-
-
 class SearchService(Service):
     def __init__(self, resources) -> None:
         super().__init__(resources)
         self._pinned_cache = VersionedCache(size=16)
+        self._text_features = TextFeatures()  # of the memories recall ranks, kept across queries
+        self._keyword_pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
 
-    def ranked(
+    def _keyword_search(self, store, query: str, limit: int, flt: Filter) -> Future:
+        """The keyword search, started on a thread of its own: it needs no query vector, so it runs
+        while the query is embedded (LanceDB and onnxruntime both leave the GIL)."""
+        with self._pool_lock:
+            if self._keyword_pool is None:
+                self._keyword_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="keyword-search")
+        return self._keyword_pool.submit(store.fts_candidates, query, limit, flt)
+
+    def ranked(self, query: str, **options: Any) -> list[RankedHit]:
+        """The best memories for a query, by meaning, keywords and conversation context (see
+        `_ranked`)."""
+        return self._ranked(query, **options)[0]
+
+    def _ranked(
         self,
         query: str,
         *,
@@ -77,9 +92,9 @@ class SearchService(Service):
         since: Any = None,
         until: Any = None,
         as_of: datetime | None = None,
-        query_vector: np.ndarray | None = None,
-    ) -> list[RankedHit]:
-        """The best memories for a query, by meaning, keywords and conversation context.
+    ) -> tuple[list[RankedHit], np.ndarray]:
+        """The best memories for a query, by meaning, keywords and conversation context, and the
+        query's vector.
 
         alpha 1.0 is pure meaning (cosine order, nothing else). Below it, the vector and keyword
         (BM25) searches each give `search_depth(limit)` candidates, keyword hits bring their session
@@ -99,37 +114,44 @@ class SearchService(Service):
                 raise ValidationError("as_of must be an ISO 8601 date and time")
             as_of = as_utc(as_of)
             flt = both(flt, current_at(as_of))
-        if query_vector is None:
-            query_vector = self.query_vector(query)
         store = self._r.store()
-
-        def nearest(k: int, **options: Any) -> list[ScoredMemory]:
-            if as_of is not None:
-                return store.as_of_search(query_vector, k, flt, as_of)
-            return store.search(query_vector, k, flt, **options)
-
         if alpha >= 1.0:
-            return [
+            query_vector = self.query_vector(query)
+            if as_of is not None:
+                found = store.as_of_search(query_vector, limit, flt, as_of)
+            else:
+                found = store.search(query_vector, limit, flt, min_similarity=min_similarity)
+            hits = [
                 RankedHit(h.record, h.similarity, h.similarity, None, h.similarity)
-                for h in nearest(limit, min_similarity=min_similarity)
+                for h in found
                 if h.similarity >= min_similarity
             ]
+            return hits, query_vector
         depth = search_depth(limit)
-        by_vector = nearest(depth, with_vectors=True) if alpha > 0.0 else []
-        by_keyword = store.fts_search(query, 2 * depth, flt, with_vectors=True)
-        candidates = self._candidates(store, flt, [h.record for h in by_vector], [r for r, _ in by_keyword])
-        if not candidates:
-            return []
-        bm25 = {record.id: score for record, score in by_keyword}
-        order, scores, similarity = _rank(query, query_vector, candidates, bm25, alpha)
-        from_vector = {h.record.id for h in by_vector}
+        keyword = self._keyword_search(store, query, 2 * depth, flt)
+        query_vector = self.query_vector(query)  # while the keyword search runs
+        by_vector = None
+        if alpha > 0.0 and as_of is not None:
+            # What was current then: current rows whose version existed, and retired states.
+            by_vector = Candidates.of_records(
+                [h.record for h in store.as_of_search(query_vector, depth, flt, as_of)], store.dim
+            )
+        elif alpha > 0.0:
+            by_vector = store.search_candidates(query_vector, depth, flt)
+        by_keyword, bm25_scores = keyword.result()
+        by_neighbour = store.neighbour_candidates(by_keyword.windows(NEIGHBOUR_RADIUS), flt)
+        candidates = Candidates.union([c for c in (by_vector, by_keyword, by_neighbour) if c is not None])
+        if not len(candidates):
+            return [], query_vector
+        bm25 = dict(zip(by_keyword.ids, bm25_scores))
+        order, scores, similarity = _rank(query, query_vector, candidates, bm25, alpha, self._text_features)
+        chosen = [i for i in order.tolist() if similarity[i] >= min_similarity][:limit]
+        from_vector = set(by_vector.ids) if by_vector is not None else set()
         best_bm25 = max(bm25.values(), default=0.0)
         hits: list[RankedHit] = []
-        for i in order.tolist():
-            if similarity[i] < min_similarity:
+        for i, record in zip(chosen, store.materialize(candidates, chosen), strict=True):
+            if record is None:  # deleted since the search
                 continue
-            record = candidates[i]
-            record.vector = None
             hits.append(
                 RankedHit(
                     record=record,
@@ -139,23 +161,7 @@ class SearchService(Service):
                     score=float(scores[i]),
                 )
             )
-            if len(hits) >= limit:
-                break
-        return hits
-
-    @staticmethod
-    def _candidates(
-        store, flt: Filter, by_vector: list[MemoryRecord], by_keyword: list[MemoryRecord]
-    ) -> list[MemoryRecord]:
-        """The union of both searches' hits and the keyword hits' session neighbours (under the same
-        filter), with their vectors."""
-        records: dict[str, MemoryRecord] = {r.id: r for r in by_vector}
-        for record in by_keyword:
-            records.setdefault(record.id, record)
-        windows = _session_windows(by_keyword, NEIGHBOUR_RADIUS)
-        for record in store.neighbours(windows, flt):
-            records.setdefault(record.id, record)
-        return list(records.values())
+        return hits, query_vector
 
     def query_vector(self, query: str) -> np.ndarray:
         if not isinstance(query, str) or not query.strip():
@@ -195,12 +201,10 @@ class SearchService(Service):
         come first, whatever the query; not with as_of, which shows the past as it was)."""
         if isinstance(context, bool) or not isinstance(context, int) or not 0 <= context <= MAX_CONTEXT:
             raise ValidationError(f"context must be an integer from 0 to {MAX_CONTEXT}")
-        query_vector = self.query_vector(query)
         pinned = self.pinned(namespace) if as_of is None else []
         pinned_ids = {r.id for r in pinned}
-        hits = self.ranked(
+        hits, query_vector = self._ranked(
             query,
-            query_vector=query_vector,
             as_of=as_of,
             limit=limit + len(pinned),
             alpha=DEFAULT_PARAMS.alpha if hybrid_alpha is None else hybrid_alpha,
@@ -298,24 +302,31 @@ class SearchService(Service):
 
 
 def _rank(
-    query: str, query_vector: np.ndarray, candidates: list[MemoryRecord], bm25: dict[str, float], alpha: float
+    query: str,
+    query_vector: np.ndarray,
+    candidates: Candidates,
+    bm25: dict[str, float],
+    alpha: float,
+    text_features: TextFeatures,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(order, scores, cosine similarities) of the candidates by `algorithms.ranking.rank`."""
     from ..algorithms.ranking import CandidateArrays, query_features, rank
 
-    vectors = np.stack([np.asarray(r.vector, dtype=np.float32) for r in candidates])
-    similarity = np.clip(vectors @ query_vector, 0.0, 1.0)
-    arrays = CandidateArrays.from_texts(
+    similarity = np.clip(candidates.vectors @ query_vector, 0.0, 1.0)
+    words, question, time_ref = text_features.of(candidates.content)
+    arrays = CandidateArrays.build(
         similarity,
-        [r.content for r in candidates],
-        [bm25.get(r.id, np.nan) for r in candidates],
-        session=[r.conversation.session_id for r in candidates],
-        sequence=[-1 if r.conversation.sequence is None else r.conversation.sequence for r in candidates],
-        speaker=[r.conversation.speaker for r in candidates],
-        occurred_at=[_epoch(r.conversation.occurred_at) for r in candidates],
-        vectors=vectors,
+        [bm25.get(memory_id, np.nan) for memory_id in candidates.ids],
+        session=candidates.session_id,
+        sequence=[-1 if q is None else q for q in candidates.sequence],
+        speaker=candidates.speaker,
+        occurred_at=candidates.occurred_at,
+        words=words,
+        question=question,
+        time_ref=time_ref,
+        vectors=candidates.vectors,
     )
-    speakers = {r.conversation.speaker for r in candidates if r.conversation.speaker}
+    speakers = {s for s in candidates.speaker if s}
     params = dataclasses.replace(DEFAULT_PARAMS, alpha=float(alpha))
     order, scores = rank(query_features(query, speakers), arrays, params)
     return order, scores, similarity

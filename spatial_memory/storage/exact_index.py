@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pyarrow as pa
 
+from ..runtime.blas import OneBlasThread
 from .filters import Filter, build_filter
 from .records import MemoryRecord, ScoredMemory
 from .schema import SUMMARY_COLUMNS, rows_to_records
@@ -76,6 +77,7 @@ class ExactIndex:
         self._namespace_codes: dict[str, int] = {}
         self._session_codes: dict[str, int] = {}
         self._records: dict[str, MemoryRecord] = {}
+        self._one_blas_thread = OneBlasThread()
 
     # ---- reading -------------------------------------------------------------------------
 
@@ -129,7 +131,8 @@ class ExactIndex:
         """(row, similarity) of the best `limit` live rows not expired at `now`, best first."""
         if snap.n == 0 or limit <= 0:
             return []
-        scores = snap.vectors[: snap.n] @ np.asarray(query, dtype=np.float32)
+        with self._one_blas_thread():  # runtime/blas.py: a split product waits for a busy core
+            scores = snap.vectors[: snap.n] @ np.asarray(query, dtype=np.float32)
         mask = snap.alive & (snap.expires > now)
         if namespace is not None:
             code = self._namespace_codes.get(namespace)

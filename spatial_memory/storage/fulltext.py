@@ -54,7 +54,7 @@ class FullTextSearch:
         from lancedb.index import FTS
 
         try:
-            if self.has_fts_index():
+            if self.read_only or self.has_fts_index():
                 return
             with self._write_lock:
                 if not self.has_fts_index():
@@ -70,33 +70,46 @@ class FullTextSearch:
         The text is reduced to plain words first (see `match_text`), so no user syntax
         ever reaches the query; nothing left means no hits.
         """
+        # With the exact in-memory copy, only ids and scores come from the index and the rows
+        # from the copy: LanceDB's random-access row fetch is most of a keyword search's time.
+        if self._exact_snapshot(load=False) is not None:
+            hits = self.fts_ids(text, limit, flt)
+            if hits is None:
+                return []
+            records = self.get_many([i for i, _ in hits], with_vectors=with_vectors)
+            if len(records) == len(hits):
+                return list(zip(records, [score for _, score in hits], strict=True))
+            found = {r.id: r for r in records}  # a row deleted since the search: left out
+            return [(found[i], score) for i, score in hits if i in found]
+        table = self._fts_query(text, limit, flt, SUMMARY_COLUMNS + (["vector"] if with_vectors else []))
+        if table is None:
+            return []
+        scores = [float(s) for s in table.column("_score").to_pylist()]
+        records = self._with_accesses(rows_to_records(table.drop_columns(["_score"])))
+        return list(zip(records, scores, strict=True))
+
+    def fts_ids(self, text: str, limit: int, flt: Filter | None = None) -> list[tuple[str, float]] | None:
+        """(id, BM25 score) of the best keyword matches, best first; None when nothing can match."""
+        table = self._fts_query(text, limit, flt, ["id"])
+        if table is None:
+            return None
+        return list(zip(table.column("id").to_pylist(), [float(s) for s in table.column("_score").to_pylist()]))
+
+    def _fts_query(self, text: str, limit: int, flt: Filter | None, columns: list[str]):
+        """The keyword search's Arrow table (the columns and _score), or None when nothing can match."""
         from lancedb.query import MatchQuery
 
         terms = match_text(text)
         if not terms:
-            return []
+            return None
         where = self._search_where(flt)
         if where is NO_MATCH:
-            return []
-        # With the exact in-memory copy, only ids and scores come from the index and the rows
-        # from the copy: LanceDB's random-access row fetch is most of a keyword search's time.
-        from_copy = self._exact_snapshot(load=False) is not None
-        columns = ["id"] if from_copy else SUMMARY_COLUMNS + (["vector"] if with_vectors else [])
+            return None
         query = self._table.search(MatchQuery(terms, "content"), query_type="fts")
         query = query.select([*columns, "_score"]).limit(limit)
         if where:
             query = query.where(where, prefilter=True)
         try:
-            table = query.to_arrow()
+            return query.to_arrow()
         except Exception as exc:
             raise StorageError(f"keyword search failed: {exc}") from exc
-        scores = [float(s) for s in table.column("_score").to_pylist()]
-        if from_copy:
-            ids = table.column("id").to_pylist()
-            records = self.get_many(ids, with_vectors=with_vectors)
-            if len(records) == len(ids):
-                return list(zip(records, scores, strict=True))
-            found = {r.id: r for r in records}  # a row deleted since the search: left out
-            return [(found[i], score) for i, score in zip(ids, scores, strict=True) if i in found]
-        records = self._with_accesses(rows_to_records(table.drop_columns(["_score"])))
-        return list(zip(records, scores, strict=True))

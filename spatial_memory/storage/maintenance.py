@@ -23,7 +23,7 @@ class Maintenance:
     """MemoryStore's maintenance methods."""
 
     def needs_compaction(self) -> bool:
-        return self._writes_since_compaction > self._compact_threshold
+        return not self.read_only and self._writes_since_compaction > self._compact_threshold
 
     def compact(self) -> None:
         """Merge small fragments and drop old versions, keeping search fast as the table grows.
@@ -58,7 +58,8 @@ class Maintenance:
         open for as long as the connection lives - two more descriptors per compaction, until the
         server runs out of them after some thousands of writes; a new connection lets them go.
         Reads and writes already running keep the old table object until they finish."""
-
+        if self.damage is not None:
+            return  # served through recovery's view at an older version: nothing to let go
         try:
             db = connect(self._db_path, self._cache_bytes())
             table = db.open_table(TABLE_NAME)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
 import pyarrow as pa
 
+from ..errors import StorageError
 from .records import DEFAULT_MEMORY_TYPE, Conversation, MemoryRecord, Provenance, utc_now
 
 TABLE_NAME = "memories"
@@ -140,3 +142,37 @@ def vectors_of(table: pa.Table) -> np.ndarray:
     column = table.column("vector").combine_chunks()
     dim = column.type.list_size
     return column.values.to_numpy(zero_copy_only=False).reshape(-1, dim).astype(np.float32, copy=False)
+
+
+def records_to_arrow(records: Sequence[MemoryRecord], model_id: str, dim: int) -> pa.Table:
+    """Records (with vectors) as rows of the memories table."""
+    vectors = np.stack([np.asarray(r.vector, dtype=np.float32) for r in records])
+    if vectors.shape[1] != dim:
+        raise StorageError(f"vector has {vectors.shape[1]} dimensions, the store needs {dim}")
+    schema = memory_schema(model_id, dim)
+    columns = {
+        "id": pa.array([r.id for r in records], pa.string()),
+        "content": pa.array([r.content for r in records], pa.string()),
+        "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), dim),
+        "created_at": pa.array([r.created_at for r in records], TS),
+        "updated_at": pa.array([r.updated_at for r in records], TS),
+        "last_accessed": pa.array([r.last_accessed for r in records], TS),
+        "access_count": pa.array([int(r.access_count) for r in records], pa.int32()),
+        "importance": pa.array([float(r.importance) for r in records], pa.float32()),
+        "namespace": pa.array([r.namespace for r in records], pa.string()),
+        "tags": pa.array([list(r.tags) for r in records], pa.list_(pa.string())),
+        "source": pa.array([r.source for r in records], pa.string()),
+        "metadata": pa.array([json.dumps(r.metadata, ensure_ascii=False) for r in records], pa.string()),
+        "session_id": pa.array([r.conversation.session_id for r in records], pa.string()),
+        "sequence": pa.array([r.conversation.sequence for r in records], pa.int64()),
+        "speaker": pa.array([r.conversation.speaker for r in records], pa.string()),
+        "occurred_at": pa.array([r.conversation.occurred_at for r in records], TS),
+        "memory_type": pa.array([r.memory_type for r in records], pa.string()),
+        "expires_at": pa.array([r.expires_at for r in records], TS),
+        "pinned": pa.array([bool(r.pinned) for r in records], pa.bool_()),
+        "version": pa.array([int(r.version) for r in records], pa.int64()),
+        "provenance": pa.array(
+            [None if r.provenance is None else json.dumps(r.provenance.as_dict()) for r in records], pa.string()
+        ),
+    }
+    return pa.Table.from_arrays([columns[f.name] for f in schema], schema=schema)

@@ -6,11 +6,11 @@ using the store (`StoreLock`, locking.py); each public write is a single LanceDB
 is either fully applied or not at all.
 
 The class is assembled from parts, one concern each: exact_index.ExactSearch (the in-memory
-exact copy), access_ledger.AccessCounts (recall access counts), maintenance.Maintenance
-(compaction, index upkeep) and fulltext.FullTextSearch (keyword search); schema.py holds the
-table's schema and row conversion. This module keeps what they share: opening the table, the
-reads, and the write path (lock, commit with retry, the exact copy told of each commit). It
-is over 400 lines because those reads and writes uphold one set of invariants together.
+exact copy), candidates.CandidateSearch (recall's candidates as columns), access_ledger.AccessCounts
+(recall access counts), maintenance.Maintenance (compaction, index upkeep) and fulltext.FullTextSearch
+(keyword search); schema.py holds the table's schema and row conversion. This module keeps what they
+share: opening the table, the reads, and the write path (lock, commit with retry, the exact copy told
+of each commit). It is over 400 lines because those reads and writes uphold one set of invariants together.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -30,6 +30,7 @@ import pyarrow as pa
 
 from ..errors import ConfigurationError, SpatialMemoryError, StorageError
 from .access_ledger import ACCESS_COLUMNS, AccessCounts, AccessLedger
+from .candidates import CandidateSearch
 from .connection import LARGE_INDEX_CACHE_BYTES, SMALL_INDEX_CACHE_BYTES, connect
 from .exact_index import ExactIndex, ExactSearch, Written
 from .filters import (
@@ -48,15 +49,17 @@ from .history import RetiredState, VersionHistory
 from .indexing import IndexPolicy
 from .locking import INDEX_LOCK_FILE, LOCK_FILE, WRITE_ATTEMPTS, StoreLock, backoff, is_retryable
 from .maintenance import Maintenance
+from .readonly import ReadOnlyLock, read_only_message, read_only_reason
 from .records import MemoryRecord, ScoredMemory, is_uuid, utc_now
+from .recovery import Damage, open_last_good
 from .schema import (
     ADDED_COLUMNS,
     MODEL_KEY,
     SUMMARY_COLUMNS,
     TABLE_NAME,
-    TS,
     NamespaceInfo,
     memory_schema,
+    records_to_arrow,
     rows_to_records,
 )
 
@@ -93,7 +96,7 @@ def expiry_seconds(record: MemoryRecord) -> float:
     return record.expires_at.timestamp()
 
 
-class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch, VersionHistory):
+class MemoryStore(ExactSearch, CandidateSearch, AccessCounts, Maintenance, FullTextSearch, VersionHistory):
     def __init__(
         self,
         db_path: Path,
@@ -106,6 +109,7 @@ class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch, Versio
         index_cache_bytes: int | None = None,
         index_policy: IndexPolicy | None = None,
         clock: Callable[[], datetime] = utc_now,
+        read_only: bool = False,
     ) -> None:
         self.model_id = model_id
         self.now = clock  # every expiry is judged by it (tests move it)
@@ -118,16 +122,24 @@ class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch, Versio
             db_path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StorageError(f"cannot create the memory store directory {db_path}: {exc}") from exc
-        # Shared with every process on this path: writes and maintenance take it (StoreLock).
-        self._write_lock = StoreLock(db_path / LOCK_FILE, lock_timeout_seconds)
+        # Shared with every process on this path: writes and maintenance take it (StoreLock). A
+        # store that cannot be written gets a lock that refuses every write (readonly.py).
+        self._write_lock: StoreLock | ReadOnlyLock = StoreLock(db_path / LOCK_FILE, lock_timeout_seconds)
+        self.read_only_reason = read_only_reason(db_path, forced=read_only)
+        if self.read_only_reason:
+            log.warning("the memory store at %s is read-only: %s", db_path, self.read_only_reason)
+            self._write_lock = ReadOnlyLock(read_only_message(self.read_only_reason))
+        self.damage: Damage | None = None  # set when the newest version could not be read
         self._db_path = db_path
         try:
             self._index_cache_bytes = index_cache_bytes  # None: sized by _cache_bytes()
             self._db = connect(db_path, index_cache_bytes or SMALL_INDEX_CACHE_BYTES)
-            with self._write_lock:  # two servers starting on a new store create the table once
+            # Two servers starting on a new store create the table once.
+            with nullcontext() if self.read_only else self._write_lock:
                 if TABLE_NAME in self._db.list_tables().tables:
-                    self._table = self._db.open_table(TABLE_NAME)
-                    self._migrate()
+                    self._open_table()
+                elif self.read_only:
+                    raise StorageError(f"there is no memory store at {db_path}, and none can be created there")
                 else:
                     self._table = self._create_table()
             self._ledger = AccessLedger(self._db)
@@ -155,6 +167,26 @@ class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch, Versio
         if self._index_cache_bytes is not None:
             return self._index_cache_bytes
         return LARGE_INDEX_CACHE_BYTES if self._vector_indexed else SMALL_INDEX_CACHE_BYTES
+
+    @property
+    def read_only(self) -> bool:
+        return isinstance(self._write_lock, ReadOnlyLock)
+
+    def _open_table(self) -> None:
+        """The table at its newest version or, when that cannot be read, read-only at its last good
+        one (recovery.py)."""
+        try:
+            self._table = self._db.open_table(TABLE_NAME)
+        except Exception as exc:
+            cache = self._index_cache_bytes or SMALL_INDEX_CACHE_BYTES
+            opened = open_last_good(self._db_path, lambda path: connect(path, cache), exc)
+            if opened is None:
+                raise
+            self._db, self._table, self.damage = opened
+            self._write_lock = ReadOnlyLock(self.damage.message)
+            return
+        if not self.read_only:
+            self._migrate()
 
     def _create_table(self):
         try:
@@ -249,7 +281,7 @@ class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch, Versio
         memory has expired at all: see `_earliest_expiry`)."""
         sql = None
         if flt is not None:
-            if flt.columns & ACCESS_COLUMNS and self._ledger.entries(exact=True):
+            if flt.columns & ACCESS_COLUMNS and not self.read_only and self._ledger.entries(exact=True):
                 self.fold_accesses()
             sql = flt.sql
         if live:
@@ -284,6 +316,8 @@ class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch, Versio
 
     def purge_expired(self) -> list[str]:
         """Delete expired memories and their history, in one commit per table."""
+        if self.read_only:
+            return []  # hidden from every read all the same
         ids = self.expired_ids()
         if not ids:
             return []
@@ -468,36 +502,7 @@ class MemoryStore(ExactSearch, AccessCounts, Maintenance, FullTextSearch, Versio
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _to_arrow(self, records: Sequence[MemoryRecord]) -> pa.Table:
-        vectors = np.stack([np.asarray(r.vector, dtype=np.float32) for r in records])
-        if vectors.shape[1] != self.dim:
-            raise StorageError(f"vector has {vectors.shape[1]} dimensions, the store needs {self.dim}")
-        schema = memory_schema(self.model_id, self.dim)
-        columns = {
-            "id": pa.array([r.id for r in records], pa.string()),
-            "content": pa.array([r.content for r in records], pa.string()),
-            "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), self.dim),
-            "created_at": pa.array([r.created_at for r in records], TS),
-            "updated_at": pa.array([r.updated_at for r in records], TS),
-            "last_accessed": pa.array([r.last_accessed for r in records], TS),
-            "access_count": pa.array([int(r.access_count) for r in records], pa.int32()),
-            "importance": pa.array([float(r.importance) for r in records], pa.float32()),
-            "namespace": pa.array([r.namespace for r in records], pa.string()),
-            "tags": pa.array([list(r.tags) for r in records], pa.list_(pa.string())),
-            "source": pa.array([r.source for r in records], pa.string()),
-            "metadata": pa.array([json.dumps(r.metadata, ensure_ascii=False) for r in records], pa.string()),
-            "session_id": pa.array([r.conversation.session_id for r in records], pa.string()),
-            "sequence": pa.array([r.conversation.sequence for r in records], pa.int64()),
-            "speaker": pa.array([r.conversation.speaker for r in records], pa.string()),
-            "occurred_at": pa.array([r.conversation.occurred_at for r in records], TS),
-            "memory_type": pa.array([r.memory_type for r in records], pa.string()),
-            "expires_at": pa.array([r.expires_at for r in records], TS),
-            "pinned": pa.array([bool(r.pinned) for r in records], pa.bool_()),
-            "version": pa.array([int(r.version) for r in records], pa.int64()),
-            "provenance": pa.array(
-                [None if r.provenance is None else json.dumps(r.provenance.as_dict()) for r in records], pa.string()
-            ),
-        }
-        return pa.Table.from_arrays([columns[f.name] for f in schema], schema=schema)
+        return records_to_arrow(records, self.model_id, self.dim)
 
     def add(self, records: Sequence[MemoryRecord]) -> None:
         """Insert records in one commit: all of them or none."""

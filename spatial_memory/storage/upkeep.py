@@ -124,7 +124,8 @@ class Upkeep:
             with self._flush_lock:
                 with self._lock:
                     pending, self._pending, self._pending_since = self._pending, Counter(), None
-                if pending:
+                # A read-only store cannot record recall accesses: they are dropped.
+                if pending and not store.read_only:
                     store.record_access(dict(pending))
             self._purge(store)
             compacted = compact and store.needs_compaction()

@@ -1,0 +1,223 @@
+"""Recall's candidates as columns: what the ranking reads of each memory, without a MemoryRecord each.
+
+A ranked recall reads ~150-300 candidates (vector hits, keyword hits, their session neighbours) and
+returns ~10. With the exact in-memory copy (exact_index.py) the candidates' columns come straight from
+the copy (its vectors and the Arrow table of the other columns), and only the final hits become
+MemoryRecords (`CandidateSearch.materialize`). When LanceDB answers (no copy, a filter the copy cannot
+apply) its rows arrive as records anyway, and the candidates keep them. A part of MemoryStore.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from .exact_index import Snapshot
+from .filters import Filter
+from .records import MemoryRecord
+
+# The columns of the copy's summary table that the ranking reads.
+RANKING_COLUMNS = ["content", "session_id", "sequence", "speaker", "occurred_at"]
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """One entry per memory, all the same length; `records[i]` is the memory's record when one was read
+    (None: build it with `CandidateSearch.materialize`). occurred_at: UTC epoch seconds, NaN if unknown."""
+
+    ids: list[str]
+    content: list[str]
+    session_id: list[str | None]
+    sequence: list[int | None]
+    speaker: list[str | None]
+    occurred_at: np.ndarray
+    vectors: np.ndarray
+    records: list[MemoryRecord | None]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @classmethod
+    def empty(cls, dim: int) -> Candidates:
+        return cls([], [], [], [], [], np.zeros(0), np.zeros((0, dim), np.float32), [])
+
+    @classmethod
+    def of_records(
+        cls, records: Sequence[MemoryRecord], dim: int, *, vectors: np.ndarray | None = None, keep: bool = True
+    ) -> Candidates:
+        """From records read with their vectors (or with the vectors given). keep: hold on to the records."""
+        if not records:
+            return cls.empty(dim)
+        if vectors is None:
+            vectors = np.stack([np.asarray(r.vector, dtype=np.float32) for r in records])
+        conversations = [r.conversation for r in records]
+        return cls(
+            ids=[r.id for r in records],
+            content=[r.content for r in records],
+            session_id=[c.session_id for c in conversations],
+            sequence=[c.sequence for c in conversations],
+            speaker=[c.speaker for c in conversations],
+            occurred_at=np.array(
+                [float("nan") if c.occurred_at is None else c.occurred_at.timestamp() for c in conversations],
+                dtype=np.float64,
+            ),
+            vectors=vectors,
+            records=list(records) if keep else [None] * len(records),
+        )
+
+    @classmethod
+    def of_columns(cls, ids: list[str], table: pa.Table, vectors: np.ndarray) -> Candidates:
+        """From a table holding RANKING_COLUMNS (one row per id) and the vectors."""
+        occurred = table.column("occurred_at").cast(pa.int64()).to_numpy(zero_copy_only=False)
+        return cls(
+            ids=ids,
+            content=table.column("content").to_pylist(),
+            session_id=table.column("session_id").to_pylist(),
+            sequence=table.column("sequence").to_pylist(),
+            speaker=table.column("speaker").to_pylist(),
+            # microseconds / 1e6: the same float as datetime.timestamp() of that moment
+            occurred_at=np.asarray(occurred, dtype=np.float64) / 1e6,
+            vectors=vectors,
+            records=[None] * len(ids),
+        )
+
+    def take(self, indices: Sequence[int]) -> Candidates:
+        idx = list(indices)
+        return Candidates(
+            ids=[self.ids[i] for i in idx],
+            content=[self.content[i] for i in idx],
+            session_id=[self.session_id[i] for i in idx],
+            sequence=[self.sequence[i] for i in idx],
+            speaker=[self.speaker[i] for i in idx],
+            occurred_at=self.occurred_at[np.asarray(idx, dtype=np.int64)],
+            vectors=self.vectors[np.asarray(idx, dtype=np.int64)],
+            records=[self.records[i] for i in idx],
+        )
+
+    @staticmethod
+    def union(parts: Sequence[Candidates]) -> Candidates:
+        """Every memory once, at its first appearance, in order."""
+        seen: set[str] = set()
+        merged = []
+        for part in parts:
+            keep = [i for i, memory_id in enumerate(part.ids) if memory_id not in seen and not seen.add(memory_id)]
+            if keep:
+                merged.append(part if len(keep) == len(part) else part.take(keep))
+        return Candidates.concat(merged)
+
+    @staticmethod
+    def concat(parts: Sequence[Candidates]) -> Candidates:
+        """The parts one after the other."""
+        if len(parts) == 1:
+            return parts[0]
+        if not parts:
+            return Candidates.empty(0)
+        return Candidates(
+            ids=[x for p in parts for x in p.ids],
+            content=[x for p in parts for x in p.content],
+            session_id=[x for p in parts for x in p.session_id],
+            sequence=[x for p in parts for x in p.sequence],
+            speaker=[x for p in parts for x in p.speaker],
+            occurred_at=np.concatenate([p.occurred_at for p in parts]),
+            vectors=np.concatenate([p.vectors for p in parts]),
+            records=[x for p in parts for x in p.records],
+        )
+
+    def windows(self, radius: int) -> list[tuple[str, int, int]]:
+        """(session_id, low, high): the sequences within `radius` of each memory placed in a session."""
+        return [
+            (session, sequence - radius, sequence + radius)
+            for session, sequence in zip(self.session_id, self.sequence)
+            if session is not None and sequence is not None
+        ]
+
+
+class CandidateSearch:
+    """MemoryStore's searches for ranking: candidates as columns, and the records of the final hits."""
+
+    def search_candidates(self, vector: np.ndarray, limit: int, flt: Filter | None) -> Candidates:
+        """The `limit` nearest memories by cosine similarity, best first (as `search`)."""
+        found = self._exact_for(flt)
+        if found is not None:
+            snap, namespace = found
+            rows = [row for row, _ in self._exact.top(snap, vector, limit, namespace, self.now().timestamp())]
+            columns = self._candidate_rows(snap, rows)
+            if columns is not None:
+                return columns
+        hits = self.search(vector, limit, flt, with_vectors=True)
+        return Candidates.of_records([hit.record for hit in hits], self.dim)
+
+    def fts_candidates(self, text: str, limit: int, flt: Filter | None) -> tuple[Candidates, list[float]]:
+        """The best keyword matches and their BM25 scores, best first (as `fts_search`)."""
+        # ids only from LanceDB when the copy will answer for the rows (checked again after the search)
+        if self._exact.has_copy() and not self._vector_index_ready():
+            hits = self.fts_ids(text, limit, flt)
+            if hits is None:
+                return Candidates.empty(self.dim), []
+            snap = self._exact_snapshot(load=False)
+            if snap is not None:
+                # a row deleted since the search is left out
+                kept = [(snap.positions[i], score) for i, score in hits if i in snap.positions]
+                columns = self._candidate_rows(snap, [row for row, _ in kept])
+                if columns is not None:
+                    return columns, [score for _, score in kept]
+        hits_with_records = self.fts_search(text, limit, flt, with_vectors=True)
+        records = [r for r, _ in hits_with_records]
+        return Candidates.of_records(records, self.dim), [s for _, s in hits_with_records]
+
+    def neighbour_candidates(self, windows: Sequence[tuple[str, int, int]], flt: Filter | None) -> Candidates:
+        """Memories whose session and sequence lie in one of the windows (as `neighbours`)."""
+        if not windows:
+            return Candidates.empty(self.dim)
+        found = self._exact_for(flt)
+        if found is not None:
+            snap, namespace = found
+            rows = self._exact.session_rows(snap, windows, namespace, self.now().timestamp())
+            columns = self._candidate_rows(snap, rows)
+            if columns is not None:
+                return columns
+        return Candidates.of_records(self.neighbours(windows, flt), self.dim)
+
+    def materialize(self, candidates: Candidates, indices: Sequence[int]) -> list[MemoryRecord | None]:
+        """The records (without vectors) of these candidates, in order; None for a memory deleted since."""
+        missing = [candidates.ids[i] for i in indices if candidates.records[i] is None]
+        fetched = {r.id: r for r in self.get_many(missing)} if missing else {}
+        out: list[MemoryRecord | None] = []
+        for i in indices:
+            record = candidates.records[i]
+            if record is None:
+                out.append(fetched.get(candidates.ids[i]))
+            else:
+                record.vector = None
+                out.append(record)
+        return out
+
+    def _candidate_rows(self, snap: Snapshot, rows: list[int]) -> Candidates | None:
+        """The copy's rows as candidates; None when the table no longer matches the copy."""
+        if not rows:
+            return Candidates.empty(self.dim)
+        positions = np.asarray(rows, dtype=np.int64)
+        current = snap.current_summary[positions]
+        if current.all():
+            ids = [snap.ids[row] for row in rows]
+            table = snap.summary.select(RANKING_COLUMNS).take(positions)
+            return Candidates.of_columns(ids, table, snap.vectors[positions])
+        # Rows written or rewritten since the copy was loaded: their records, kept by the copy or fetched.
+        fresh = positions[current]
+        stale = positions[~current]
+        records = self._fetch_rows(snap, stale.tolist(), with_vectors=False)
+        if records is None:
+            return None
+        parts = [
+            Candidates.of_columns(
+                [snap.ids[row] for row in fresh.tolist()],
+                snap.summary.select(RANKING_COLUMNS).take(fresh),
+                snap.vectors[fresh],
+            ),
+            Candidates.of_records(records, self.dim, vectors=snap.vectors[stale], keep=False),
+        ]
+        # back to the rows' order
+        return Candidates.concat(parts).take(np.argsort(np.r_[np.flatnonzero(current), np.flatnonzero(~current)]))
