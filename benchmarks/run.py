@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import locomo
+from . import locomo, reference
 from .common import call, call_result, open_fds, percentiles, print_table, rss_mb, server, short_texts, write_json
 
 if TYPE_CHECKING:
@@ -427,6 +427,8 @@ async def main_async(args: argparse.Namespace) -> None:
             from .changes import changes
 
             results["changes"] = await changes(root, 10_000, build_synthetic_store, _fresh_store)
+        if args.reference:
+            results["reference"] = await reference.compare(Path(args.ref_venv), args.ref_rounds)
         if "quality" in only:
             results["quality"] = await quality(root, tuple(float(a) for a in args.alphas.split(",")))
         for name, payload in results.items():
@@ -446,6 +448,13 @@ def main() -> None:
     parser.add_argument("--ingest-sizes", default="1000,10000")
     parser.add_argument("--latency-sizes", default="1000,10000")
     parser.add_argument("--spatial-sizes", default="1000,5000")
+    parser.add_argument(
+        "--reference",
+        action="store_true",
+        help=f"also measure spatial-memory-mcp {reference.REFERENCE_VERSION} beside ours (benchmarks/reference.py)",
+    )
+    parser.add_argument("--ref-venv", default=str(Path(tempfile.gettempdir()) / "ref-venv"))
+    parser.add_argument("--ref-rounds", type=int, default=3)
     parser.add_argument("--store-root", default="", help="reuse/keep stores here (e.g. a prebuilt 1M store)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary stores")
     asyncio.run(main_async(parser.parse_args()))

@@ -195,12 +195,15 @@ async def test_recall_bookkeeping_on_an_indexed_store_through_mcp(tmp_path, fake
         for start in range(0, ROWS, 100):
             batch = [{"content": f"note {i} about subject{i % 11} and item{i}"} for i in range(start, start + 100)]
             assert not (await client.call_tool("remember_batch", {"memories": batch})).is_error
-        for _ in range(600):  # upkeep compacts after the bulk writes and builds the index
+        # Upkeep compacts after the bulk writes and builds the index; the rows of writes that land
+        # during the build are folded in once the store has been quiet a while (IDLE_COMPACT_SECONDS).
+        # Upkeep waits for pauses between calls, so poll slowly.
+        for _ in range(300):
             stats = data(await client.call_tool("stats", {}))
             vector = [i for i in stats["indices"] if i["column"] == "vector"]
             if vector and vector[0]["num_indexed_rows"] == ROWS and not stats["needs_compaction"]:
                 break
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(0.5)
         else:
             pytest.fail(f"the server never finished its vector index: {stats}")
         await asyncio.sleep(1.0)  # the server marks its index ready just after the build seen here

@@ -437,7 +437,7 @@ def test_project_umap_separates_blobs():
     vectors, truth = _sphere_blobs(200, k=4, seed=11)
     start = time.perf_counter()
     layout = project(vectors, 2, random_state=42)
-    print(f"project n=200 (includes numba compile): {time.perf_counter() - start:.2f}s")
+    print(f"project n=200: {time.perf_counter() - start:.2f}s")
     assert layout.shape == (200, 2) and layout.dtype == np.float64
     assert np.all(np.isfinite(layout))
     centroids = np.array([layout[truth == c].mean(axis=0) for c in range(4)])
@@ -473,3 +473,25 @@ def test_cosine_knn_and_pca():
     variances = reduced.var(axis=0)
     assert np.all(np.diff(variances) <= 1e-12)
     assert pca_reduce(vectors[:3], 5)[:, 2:].tolist() == [[0.0] * 3] * 3
+
+
+def test_layout_follows_umaps_fuzzy_graph_and_is_reproducible():
+    from spatial_memory.algorithms.layout import fuzzy_graph, smooth_knn_distances, umap_layout
+
+    vectors, _ = _sphere_blobs(120, k=3, seed=5)
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    idx, sims = cosine_knn(unit, 9)
+    knn = np.hstack([np.arange(120)[:, None], idx])
+    dists = np.hstack([np.zeros((120, 1)), 1.0 - sims.astype(np.float64)])
+    sigmas, rhos = smooth_knn_distances(dists)
+    # Each point's memberships over its other neighbours sum to log2(k), as in umap-learn.
+    sums = np.exp(-np.maximum(dists[:, 1:] - rhos[:, None], 0.0) / sigmas[:, None]).sum(axis=1)
+    assert np.allclose(sums, np.log2(10), atol=1e-3)
+    assert np.allclose(rhos, dists[:, 1])
+    head, tail, weights = fuzzy_graph(knn, dists)
+    pairs = dict(zip(zip(head.tolist(), tail.tolist()), weights.tolist()))
+    assert all(pairs[(t, h)] == w for (h, t), w in pairs.items())  # symmetric
+    assert weights.max() <= 1.0 and weights.min() > 0 and not (head == tail).any()
+    first = umap_layout(unit, 2, n_neighbors=10, random_state=3)
+    assert np.array_equal(first, umap_layout(unit, 2, n_neighbors=10, random_state=3))
+    assert not np.array_equal(first, umap_layout(unit, 2, n_neighbors=10, random_state=4))

@@ -189,3 +189,91 @@ def test_two_installs_of_the_bundled_model_share_one_cached_graph(tmp_path, monk
     second = OnnxSentenceEncoder(copy, cache)
     assert [p.name for p in cache.iterdir()] == [next(cache.glob("model-*.onnx")).name]
     assert np.allclose(first.encode(SENTENCES[:2]), second.encode(SENTENCES[:2]), atol=1e-6)
+
+
+class _RowEchoSession:
+    """Stands in for the onnxruntime session: each output row is (sum of the row's real token ids,
+    token count, padded width), so a test can tell which text a row came from and how it was padded."""
+
+    def __init__(self) -> None:
+        self.widths: list[int] = []
+
+    def run(self, names, feeds):
+        ids, mask = feeds["input_ids"], feeds["attention_mask"]
+        self.widths.append(ids.shape[1])
+        out = np.zeros((ids.shape[0], 3), dtype=np.float32)
+        out[:, 0] = (ids * mask).sum(axis=1)
+        out[:, 1] = mask.sum(axis=1)
+        out[:, 2] = ids.shape[1]
+        return [out]
+
+
+def _echo_encoder(batch_size: int):
+    from tokenizers import Tokenizer
+
+    from spatial_memory.embeddings.onnx_encoder import MAX_SEQ_LENGTH, OnnxSentenceEncoder, bundled_model_dir
+
+    encoder = object.__new__(OnnxSentenceEncoder)
+    encoder._tokenizer = Tokenizer.from_file(str(bundled_model_dir() / "tokenizer.json"))
+    encoder._tokenizer.enable_truncation(MAX_SEQ_LENGTH)
+    encoder._tokenizer.no_padding()
+    encoder._batch_size = batch_size
+    encoder._session = _RowEchoSession()
+    encoder.dimension = 3
+    return encoder
+
+
+def test_length_sorted_batches_return_each_vector_at_its_texts_position():
+    # Token counts and character counts disagree on purpose (long words vs many short ones).
+    texts = [
+        "a b c d e f g h i j k l",
+        "antidisestablishmentarianism",
+        "x",
+        "the quick brown fox jumps over the lazy dog " * 3,
+        "supercalifragilistic expialidocious",
+        "one two",
+        "",
+        "z y x w v u t",
+    ]
+    encoder = _echo_encoder(batch_size=3)
+    rows = encoder.encode(texts)
+    expected = []
+    for text in texts:
+        ids = encoder._tokenizer.encode(text).ids
+        expected.append([float(sum(ids)), float(len(ids))])
+    unit = np.array([row + [0.0] for row in expected])
+    # Each row is its own text's (normalized): direction of (id sum, token count).
+    assert np.allclose(
+        rows[:, :2] / np.linalg.norm(rows[:, :2], axis=1, keepdims=True),
+        unit[:, :2] / np.linalg.norm(unit[:, :2], axis=1, keepdims=True),
+        atol=1e-6,
+    )
+    # Batches are cut in token-count order and padded to their own longest text only.
+    counts = sorted(len(encoder._tokenizer.encode(t).ids) for t in texts)
+    assert encoder._session.widths == [max(counts[i : i + 3]) for i in range(0, len(texts), 3)]
+
+
+@pytest.mark.model
+def test_batched_vectors_equal_one_at_a_time(real_embedder):
+    texts = [SENTENCES[i % len(SENTENCES)] + f" ({i})" * (i % 4) for i in range(23)]
+    together = real_embedder.embed_documents(texts)
+    alone = np.stack([real_embedder.embed_query(t) for t in texts])
+    assert np.abs(together - alone).max() <= 1e-5
+
+
+def test_cached_graph_name_changes_with_the_graph_builders_version(tmp_path, monkeypatch):
+    from spatial_memory.embeddings import bert_onnx
+    from spatial_memory.embeddings.onnx_encoder import graph_path
+
+    model = _fake_model(tmp_path / "model")
+    before = graph_path(model, tmp_path / "models")
+    monkeypatch.setattr(bert_onnx, "GRAPH_VERSION", bert_onnx.GRAPH_VERSION + 1)
+    assert graph_path(model, tmp_path / "models") != before  # a graph of an older build is never loaded
+
+
+def test_onnx_threads_default_to_physical_cores():
+    import os
+
+    from spatial_memory.embeddings.onnx_encoder import physical_cores
+
+    assert 1 <= physical_cores() <= (os.cpu_count() or 1)

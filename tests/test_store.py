@@ -143,3 +143,16 @@ def test_sequences_default_to_arrival_order_per_session_even_for_many_sessions(t
         by_session.setdefault(r.conversation.session_id, []).append(r.conversation.sequence)
     assert sorted(by_session["a"]) == [5, 6, 7] and sorted(by_session["b"]) == [0, 1]
     assert all(by_session[f"s{i}"] == [0] for i in range(MAX_LIST_VALUES + 5))
+
+
+def test_the_last_writes_are_compacted_once_the_store_is_quiet(store, monkeypatch):
+    """Fewer writes than the threshold still reach the indexes: once writes stop for a while."""
+    from spatial_memory.storage import maintenance
+
+    store.compact()
+    store.add([record(1)])
+    assert not store.needs_compaction()  # below the threshold, and just written
+    monkeypatch.setattr(maintenance, "IDLE_COMPACT_SECONDS", 0.0)
+    assert store.needs_compaction()
+    store.compact()
+    assert not store.needs_compaction()

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from ._linalg import unit_rows
-from .neighbors import cosine_knn
+from .layout import umap_layout
 from .pca import pca_reduce
 
-# Below this UMAP's layout is meaningless (and its spectral init fragile).
+# Below this UMAP's layout is meaningless.
 UMAP_MIN_POINTS = 16
-# UMAP's default of 500 epochs for small inputs costs ~1.3 s at 1,000 points;
+# UMAP's default of 500 epochs for small inputs costs ~1 s at 1,000 points;
 # 200 (its own default above 10,000) is visually equivalent for our layouts.
+_FULL_EPOCHS = 500
 _FULL_EPOCHS_MAX_POINTS = 1000
 _FAST_EPOCHS = 200
 
@@ -37,49 +36,17 @@ def project(
     n = unit.shape[0]
     if n < max(UMAP_MIN_POINTS, n_components + 2):
         return pca_reduce(unit, n_components)
-    return _umap_layout(unit, n_components, random_state, n_neighbors, min_dist)
-
-
-def _umap_layout(
-    unit: np.ndarray, n_components: int, random_state: int, n_neighbors: int, min_dist: float
-) -> np.ndarray:
-    from ..runtime.imports import import_locked
-
-    umap = import_locked("umap")
-    # We pass no NNDescent index on purpose (no .transform needed); UMAP warns
-    # about that on every fit. Targeted filter: catch_warnings is not thread-safe.
-    warnings.filterwarnings("ignore", message=r"precomputed_knn\[2\]", category=UserWarning, module="umap")
-    n = unit.shape[0]
-    k = max(2, min(int(n_neighbors), n - 1))
-    # Exact cosine k-NN from one BLAS product, handed to UMAP: this skips both
-    # its brute-force cosine path below 4,096 points (~2 s at 1,000) and
-    # NN-descent above (~40 s at 5,000 in a fresh process, mostly numba
-    # compilation). metric="euclidean" on unit vectors was measured no faster
-    # (2.0 s vs 2.2 s at 1,000), the neighbour search was the cost.
-    indices, sims = cosine_knn(unit, k - 1)
-    # UMAP expects each point as its own first neighbour at distance 0.
-    knn_indices = np.hstack([np.arange(n)[:, None], indices])
-    knn_dists = np.hstack([np.zeros((n, 1), np.float32), np.clip(1.0 - sims, 0.0, 2.0)])
-    reducer = umap.UMAP(
-        n_components=n_components,
-        n_neighbors=k,
-        min_dist=min_dist,
-        metric="cosine",
-        random_state=random_state,
-        n_jobs=1,  # implied by random_state; explicit to avoid UMAP's warning
-        n_epochs=None if n <= _FULL_EPOCHS_MAX_POINTS else _FAST_EPOCHS,
-        precomputed_knn=(knn_indices, knn_dists.astype(np.float32)),
-        verbose=False,
+    n_epochs = _FULL_EPOCHS if n <= _FULL_EPOCHS_MAX_POINTS else _FAST_EPOCHS
+    return umap_layout(
+        unit, n_components, n_neighbors=n_neighbors, min_dist=min_dist, n_epochs=n_epochs, random_state=random_state
     )
-    layout = reducer.fit_transform(unit.astype(np.float32))
-    return np.asarray(layout, dtype=np.float64)
 
 
 def warm_up_projection() -> None:
-    """Run a tiny UMAP fit so numba compiles before the first real call (~6-15 s)."""
+    """Run a tiny layout so its numba function is loaded (or compiled, once per install) before
+    the first real map."""
     rng = np.random.default_rng(0)
-    points = unit_rows(rng.normal(size=(30, 16)))
-    _umap_layout(points, 2, 42, 10, 0.1)
+    umap_layout(unit_rows(rng.normal(size=(30, 16))), 2, n_neighbors=10, n_epochs=10)
 
 
 def normalize_coordinates(coords: np.ndarray) -> np.ndarray:

@@ -128,6 +128,28 @@ def remove_stale_graphs(current: Path, *, max_age_seconds: float = STALE_GRAPH_S
     return removed
 
 
+def physical_cores() -> int:
+    """Cores this process may run on, each core's hardware threads counted once (Linux sysfs;
+    elsewhere os.cpu_count()). onnxruntime's matrix kernels fill a core's vector units with one
+    thread: a second thread on the same core only adds contention."""
+    try:
+        allowed = os.sched_getaffinity(0)
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+    cores = set()
+    for cpu in allowed:
+        topology = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology")
+        try:
+            cores.add(
+                (topology / "physical_package_id").read_text().strip()
+                + ":"
+                + (topology / "core_id").read_text().strip()
+            )
+        except OSError:
+            return len(allowed) or 1
+    return len(cores) or 1
+
+
 class OnnxSentenceEncoder:
     def __init__(self, model_dir: Path, cache_dir: Path, *, threads: int = 0, batch_size: int = 8) -> None:
         import onnxruntime as ort
@@ -136,7 +158,7 @@ class OnnxSentenceEncoder:
         onnx_path = graph_path(model_dir, cache_dir)
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.intra_op_num_threads = threads or (os.cpu_count() or 1)
+        options.intra_op_num_threads = threads or physical_cores()
         options.inter_op_num_threads = 1
         # Spinning threads burn the shared cores between requests and hurt latency under load.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
@@ -161,23 +183,34 @@ class OnnxSentenceEncoder:
         remove_stale_graphs(onnx_path)
         self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self._tokenizer.enable_truncation(MAX_SEQ_LENGTH)
-        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        self._tokenizer.no_padding()  # tokenizer.json pads to 128; encode() pads each batch itself
         self._batch_size = batch_size
         self.dimension = int(self._session.get_outputs()[0].shape[1])
 
     def encode(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        # Length-sorted batches waste little on padding.
-        order = np.argsort([len(t) for t in texts], kind="stable")
+        # Tokenize everything once, then run batches of similar token counts: each batch is
+        # padded only to its own longest text (~2% padding on short notes, against ~13% when
+        # sorting by characters). Rows are written back at their input positions.
+        encodings = self._tokenizer.encode_batch(texts)
+        lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
+        order = np.argsort(lengths, kind="stable")
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
         for start in range(0, len(texts), self._batch_size):
             check_cancelled()  # a client that went away stops paying for its batch
             idx = order[start : start + self._batch_size]
-            encodings = self._tokenizer.encode_batch([texts[i] for i in idx])
-            ids = np.array([e.ids for e in encodings], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-            pooled = self._session.run(["pooled"], {"input_ids": ids, "attention_mask": mask})[0]
-            out[idx] = pooled
+            ids, mask = padded_batch([encodings[i].ids for i in idx], int(lengths[idx[-1]]))
+            out[idx] = self._session.run(["pooled"], {"input_ids": ids, "attention_mask": mask})[0]
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.maximum(norms, 1e-12)
+
+
+def padded_batch(token_ids: list[list[int]], width: int) -> tuple[np.ndarray, np.ndarray]:
+    """input_ids and attention_mask (int64, [len(token_ids), width]), right-padded with 0."""
+    ids = np.zeros((len(token_ids), width), dtype=np.int64)
+    mask = np.zeros((len(token_ids), width), dtype=np.int64)
+    for row, tokens in enumerate(token_ids):
+        ids[row, : len(tokens)] = tokens
+        mask[row, : len(tokens)] = 1
+    return ids, mask

@@ -109,7 +109,7 @@ class Resources:
         self.upkeep.stop()
 
     def warm_up(self) -> None:
-        """Open the store, load the model, then compile UMAP; failures resurface, typed, on first use."""
+        """Open the store, load the model, then the map's code; failures resurface, typed, on first use."""
         for step in (self.store, self.embedder.load):
             try:
                 step()
@@ -118,12 +118,15 @@ class Resources:
         if self.settings.warm_up_projection:
             _lower_thread_priority()
             try:
-                from ..algorithms import warm_up_projection
+                import numpy as np
+
+                from ..algorithms import cluster_vectors, warm_up_projection
 
                 warm_up_projection()
+                cluster_vectors(np.eye(6), 3)  # imports scikit-learn's HDBSCAN
                 self.projection_warm = True
             except Exception as exc:  # noqa: BLE001
-                log.warning("UMAP warm-up failed: %s", exc)
+                log.warning("map layout warm-up failed: %s", exc)
 
 
 def _utc_now() -> datetime:

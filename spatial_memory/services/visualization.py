@@ -33,7 +33,7 @@ class VisualizationService:
 
     @property
     def projection_ready(self) -> bool:
-        """False until UMAP has been compiled in this process (first call, or the warm-up)."""
+        """False until the map's code has been imported in this process (first call, or the warm-up)."""
         return self._projected or self._r.projection_warm
 
     def visualize(

@@ -19,11 +19,21 @@ KEEP_ALL_VERSIONS = timedelta(days=3650)
 CLEANUP_MARGIN_SECONDS = 5.0
 
 
+# Writes left outside the indexes are folded in once the store has been quiet this long.
+IDLE_COMPACT_SECONDS = 10.0
+
+
 class Maintenance:
     """MemoryStore's maintenance methods."""
 
     def needs_compaction(self) -> bool:
-        return not self.read_only and self._writes_since_compaction > self._compact_threshold
+        """After more writes than the threshold; or, once the writes stop for IDLE_COMPACT_SECONDS,
+        after any: the rows of the last few writes would otherwise stay outside the indexes (and
+        be searched by a scan) until the next burst of writes."""
+        if self.read_only or self._writes_since_compaction == 0:
+            return False
+        idle = time.monotonic() - getattr(self, "_last_write", 0.0) > IDLE_COMPACT_SECONDS
+        return self._writes_since_compaction > self._compact_threshold or idle
 
     def compact(self) -> None:
         """Merge small fragments and drop old versions, keeping search fast as the table grows.

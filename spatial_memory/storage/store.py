@@ -498,6 +498,7 @@ class MemoryStore(ExactSearch, CandidateSearch, AccessCounts, Maintenance, FullT
                     continue
             if counted:  # a write to the memories table, which compaction tidies
                 self._writes_since_compaction += 1
+                self._last_write = time.monotonic()
             return result
         raise AssertionError("unreachable")  # pragma: no cover
 
