@@ -169,6 +169,16 @@ def render() -> str:
             *markdown_table([changes["tools_list"]]),
             "",
         ]
+    connections = _load("connections")
+    if connections:
+        lines += [
+            f"### Connections, {connections['memories']:,} memories in 10 namespaces (ms through the protocol)",
+            "",
+            *markdown_table(connections["rows"]),
+            "",
+            f"corpus_bridges compares every cross-namespace pair; {connections['bridges_found']:,} pairs reached 0.8.",
+            "",
+        ]
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -23,7 +23,7 @@ from .common import call, call_result, open_fds, percentiles, print_table, rss_m
 if TYPE_CHECKING:
     import numpy as np
 
-SECTIONS = ("cold_start", "ingest", "latency", "spatial", "quality", "changes")
+SECTIONS = ("cold_start", "ingest", "latency", "spatial", "quality", "changes", "connections")
 
 
 def _fresh_store(root: Path, name: str, models: Path | None) -> Path:
@@ -429,6 +429,10 @@ async def main_async(args: argparse.Namespace) -> None:
             results["changes"] = await changes(root, 10_000, build_synthetic_store, _fresh_store)
         if args.reference:
             results["reference"] = await reference.compare(Path(args.ref_venv), args.ref_rounds)
+        if "connections" in only:
+            from .connections import connections
+
+            results["connections"] = await connections(root, 10_000, build_synthetic_store, _fresh_store)
         if "quality" in only:
             results["quality"] = await quality(root, tuple(float(a) for a in args.alphas.split(",")))
         for name, payload in results.items():

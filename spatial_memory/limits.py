@@ -13,6 +13,8 @@ MAX_ID_CHARS = 64
 MAX_PATH_CHARS = 4_096
 MAX_MAP_MEMORIES = 10_000  # visualize
 MAX_CONTEXT = 5  # recall's context: neighbours shown on each side of a hit
+# recall's expand: most memories spreading activation adds.
+MAX_EXPAND = 10
 DUPLICATE_SIMILARITY = (0.7, 0.99)  # dedup_threshold and consolidate's similarity_threshold
 
 # The settings the tool schemas are built from (tools/arguments.py); the handshake cache keys

@@ -243,7 +243,19 @@ def test_every_tool_succeeds_through_the_typescript_client(node, tmp_path):
             "arguments": {"query": "billing database", "namespace": NS, "as_of": "2100-01-01T00:00:00Z"},
         },  # 37
         {"call": "recall", "arguments": {"query": "anything at all", "namespace": NS, "limit": 1}},  # 38: pinned first
-        {"call": "setup_hooks", "arguments": {"client": "cursor", "scope": "project"}},  # 39
+        {"call": "health", "arguments": {"verbose": True}},  # 39
+        {"call": "remember", "arguments": {"content": "Billing moved to MySQL 8.", "namespace": "elsewhere"}},  # 40
+        {"call": "discover_connections", "arguments": {"memory_id": "$0.ids.3", "min_similarity": 0.0}},  # 41
+        {"call": "corpus_bridges", "arguments": {"min_similarity": 0.5, "max_bridges": 5}},  # 42
+        {
+            "call": "relate",
+            "arguments": {"source_id": "$0.ids.5", "target_id": "$0.ids.6", "relation": "supports", "weight": 0.5},
+        },  # 43
+        {"call": "get_memories", "arguments": {"memory_ids": ["$0.ids.6"]}},  # 44
+        {"call": "unrelate", "arguments": {"source_id": "$0.ids.5", "target_id": "$0.ids.6"}},  # 45
+        {"call": "relate", "arguments": {"source_id": "$0.ids.3", "target_id": "$0.ids.6", "relation": "caused"}},  # 46
+        {"call": "recall", "arguments": {"query": "Billing moved to MySQL 8.", "namespace": NS, "expand": 3}},  # 47
+        {"call": "setup_hooks", "arguments": {"client": "cursor", "scope": "project"}},  # 48
     ]
     with TsClient(node, server_spec(store, **exchange_env(exchange)), tmp_path / "driver.log") as client:
         listed = {t["name"] for t in client.tools}
@@ -297,7 +309,16 @@ def test_every_tool_succeeds_through_the_typescript_client(node, tmp_path):
     assert by_id[data[35]["id"]]["provenance"]["via"] == "supersede"
     assert batch["ids"][4] not in {m["id"] for m in data[37]["memories"]}
     assert data[38]["memories"][0]["id"] == batch["ids"][3] and data[38]["memories"][0]["pinned"] is True
-    assert data[39]["hooks_file"] == "<project>/.cursor/hooks.json" and data[39]["hooks"]["version"] == 1
+    assert data[39]["status"] == "healthy" and [c["name"] for c in data[39]["checks"]][0] == "store"
+    assert data[40]["id"] in {c["id"] for c in data[41]["connections"]}
+    top = data[42]["bridges"][0]
+    assert data[42]["total_bridges"] >= 1 and {top["a"]["id"], top["b"]["id"]} == {batch["ids"][3], data[40]["id"]}
+    assert data[43]["created"] and data[44]["memories"][0]["relations"][0]["relation"] == "supports"
+    assert data[45]["removed"] == 1
+    assert {"from_id": batch["ids"][3], "via": "relation:caused"} in [
+        step for m in data[47]["expanded"] for step in m["path"]
+    ] or batch["ids"][6] in {m["id"] for m in data[47]["memories"]}
+    assert data[48]["hooks_file"] == "<project>/.cursor/hooks.json" and data[48]["hooks"]["version"] == 1
 
 
 # ---- 2. typed errors ------------------------------------------------------------------------

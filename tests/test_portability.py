@@ -171,7 +171,7 @@ async def test_export_file_headers(source_settings):
         header
         == "id,content,namespace,importance,tags,source,metadata,created_at,updated_at,last_accessed,access_count,"
         "session_id,sequence,speaker,occurred_at,memory_type,expires_at,pinned,version,provenance,valid_until,"
-        "retired_by,superseded_by"
+        "retired_by,superseded_by,relations"
     )
 
 

@@ -100,6 +100,7 @@ def _export_rows(table: pa.Table) -> Iterable[dict[str, Any]]:
             "valid_until": iso(row["valid_until"]) if row["valid_until"] is not None else None,
             "retired_by": row["retired_by"],
             "superseded_by": row["superseded_by"],
+            "relations": json.loads(row["relations"]) if row["relations"] else None,
         }
 
 
@@ -137,8 +138,9 @@ def write_export(path: Path, table: pa.Table, fmt: str, header: ExportHeader) ->
                 cells = [row[c] for c in COLUMNS]
                 cells[COLUMNS.index("tags")] = json.dumps(row["tags"], ensure_ascii=False)
                 cells[COLUMNS.index("metadata")] = json.dumps(row["metadata"], ensure_ascii=False)
-                if row["provenance"] is not None:
-                    cells[COLUMNS.index("provenance")] = json.dumps(row["provenance"], ensure_ascii=False)
+                for name in ("provenance", "relations"):
+                    if row[name] is not None:
+                        cells[COLUMNS.index(name)] = json.dumps(row[name], ensure_ascii=False)
                 if vectors is not None:
                     cells.append(vector_text(vectors[i]))
                 writer.writerow(cells)

@@ -8,17 +8,26 @@ anything that reads its files:
     last_accessed, access_count[, vector]
 
 then ours: the conversation fields (session_id, sequence, speaker, occurred_at), what a memory is
-(memory_type, expires_at, pinned), its version and provenance (a JSON object), and for the rows of
-retired versions valid_until, retired_by and superseded_by (see HISTORY_FIELDS).
+(memory_type, expires_at, pinned), its version and provenance (a JSON object), for the rows of
+retired versions valid_until, retired_by and superseded_by (see HISTORY_FIELDS), and last
+`relations`: the memory's outgoing relations, a list of
+`{"target_id", "relation", "weight", "created_at"}` (null when it has none, and always on a
+retired version's row). Relations travel as a field of their source memory's row, so a file
+holds no relation without its memory; a relation is exported when both its memories are current
+(a one-namespace export keeps relations into other namespaces). Import restores a relation when
+its target is in the file (under the id the target was given) or already in the store, and
+drops it otherwise; it is written in the import's all-or-nothing step, before the memories
+(until they land, a relation without both memories is shown nowhere).
 
-- Parquet (zstd): tags a list of strings, metadata a JSON string, timestamps UTC microseconds,
+- Parquet (zstd): tags a list of strings, metadata and relations JSON strings, timestamps UTC microseconds,
   vector a fixed-size float32 list; the schema metadata holds `spatial_memory.format`,
   `.format_version`, `.embedding_model`, `.embedding_dim`, `.exported_at`.
 - JSON: `{"format": "spatial-memory-mcp", "format_version": 1, "embedding_model": ...,
   "embedding_dim": ..., "exported_at": ..., "count": n, "memories": [...]}` with one memory
   per line; metadata an object, timestamps ISO 8601 with `Z`. A bare list of memories (the
   reference's layout) is read too.
-- CSV (RFC 4180, UTF-8, CRLF): tags, metadata and vector as JSON text in their cells. CSV has no
+- CSV (RFC 4180, UTF-8, CRLF): tags, metadata, provenance, relations and vector as JSON text in
+  their cells. CSV has no
   header block, so it carries no model id: vectors of the right dimension are trusted.
 
 Floats are written in their shortest form that reads back to the identical float32, so a
@@ -61,6 +70,7 @@ COLUMNS = [
     "valid_until",
     "retired_by",
     "superseded_by",
+    "relations",
 ]
 # A row with valid_until set is a retired version of the memory with its id (a state replaced by
 # update_memory, or closed by the memory superseded_by names): it goes back into the history.

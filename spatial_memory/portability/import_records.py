@@ -6,7 +6,7 @@ import json
 import math
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
@@ -47,6 +47,17 @@ class ImportRecord:
     version: int = 1
     provenance: Provenance | None = None
     retired: Retirement | None = None  # set for a retired version (a row with valid_until)
+    relations: list[OutgoingRelation] = field(default_factory=list)
+
+
+@dataclass
+class OutgoingRelation:
+    """One of a record's relations (formats: `relations`), its target as the file names it."""
+
+    target_id: str
+    relation: str
+    weight: float
+    created_at: datetime
 
 
 @dataclass
@@ -213,6 +224,34 @@ def _retirement(raw: dict[str, Any]) -> Retirement | None:
     if successor is not None and _uuid(successor) is None:
         raise _Problem("superseded_by", "must be a memory id", successor)
     return Retirement(moment, retired_by, _uuid(successor) if successor else None)
+
+
+MAX_RELATIONS_PER_RECORD = 1_000
+
+
+def _relations(value: Any, now: datetime) -> list[OutgoingRelation]:
+    from ..services.connections import relation_label
+
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        value = _json_text("relations", value, list, "a JSON list")
+    if not isinstance(value, list) or len(value) > MAX_RELATIONS_PER_RECORD:
+        raise _Problem("relations", f"must be a list of at most {MAX_RELATIONS_PER_RECORD:,} relations", value)
+    found = []
+    for item in value:
+        if not isinstance(item, dict) or _uuid(item.get("target_id")) is None:
+            raise _Problem("relations", "each relation needs a target_id (a memory id)", item)
+        try:
+            label = relation_label(item.get("relation") if isinstance(item.get("relation"), str) else "")
+        except ValidationError as exc:
+            raise _Problem("relations", exc.message, item) from None
+        weight = item.get("weight", 1.0)
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0.0 < weight <= 1.0:
+            raise _Problem("relations", "weight must be a number above 0.0 and at most 1.0", item)
+        created = _timestamp("relations", item.get("created_at"), now)
+        found.append(OutgoingRelation(_uuid(item["target_id"]), label, float(weight), created))
+    return found
 
 
 def _json_text(name: str, value: str, expected: type, what: str) -> Any:
@@ -428,5 +467,6 @@ def _check_row(
         version=take(lambda: _version(raw.get("version")), 1),
         provenance=take(lambda: _provenance(raw.get("provenance"))),
         retired=take(lambda: _retirement(raw)),
+        relations=take(lambda: _relations(raw.get("relations"), now), []),
     )
     return (None if problems else candidate), problems

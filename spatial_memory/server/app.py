@@ -38,8 +38,10 @@ class App:
     resources: Resources
 
     def __post_init__(self) -> None:
+        from ..services.connections import ConnectionService
         from ..services.consolidation import ConsolidationService
         from ..services.extraction import ExtractionService
+        from ..services.health import HealthService
         from ..services.lifecycle import LifecycleService
         from ..services.memory import MemoryService
         from ..services.namespaces import NamespaceService
@@ -59,6 +61,8 @@ class App:
         self.lifecycle = LifecycleService(self.resources)
         self.extraction = ExtractionService(self.resources, self.memory)
         self.consolidation = ConsolidationService(self.resources)
+        self.connections = ConnectionService(self.resources)
+        self.health = HealthService(self.resources)
 
 
 def _capture_ingester(app: App):

@@ -9,7 +9,9 @@ decay
     days = now - max(last_accessed, created_at) (0 for a memory used or created just
     now: factor exactly 1). The curve (`algorithms.decay.decay_factor`) uses an
     effective half-life h' = half_life_days * (1 + access_weight * ln(1 + access_count)):
-    exponential 0.5^(days/h'), linear max(0, 1 - days/(2h')), step 0.5^floor(days/h').
+    exponential 0.5^(days/h'), linear max(0, 1 - days/(2h')), step 0.5^floor(days/h');
+    fsrs is FSRS's retrievability (1 + 19/81 days/S)^-0.5 with a stability S that puts an unused
+    memory at 0.5 after half_life_days and grows (x 1 + 2 access_weight) with each recall.
     new = max(min_importance, base * factor), never above the current importance; a
     memory already below the floor is left alone, and a drop smaller than 0.001 (a
     memory stored seconds ago) is neither applied nor counted. `base` is the importance the memory
@@ -60,7 +62,7 @@ from .results import (
     content_preview,
 )
 
-DECAY_FUNCTIONS = ("exponential", "linear", "step")
+DECAY_FUNCTIONS = ("exponential", "linear", "step", "fsrs")
 BOOST_TYPES = ("additive", "multiplicative", "set_value")
 STRATEGIES = ("keep_newest", "keep_oldest", "keep_highest_importance", "merge_content")
 DECAY_STATE_KEY = "decay_state"

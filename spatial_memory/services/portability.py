@@ -124,6 +124,50 @@ def _retired_states(retired, given: dict[str, str], skipped: set[str], taken: se
     return states
 
 
+def _outgoing(relations) -> dict[str, list[dict]]:
+    """Relations by source id, as the export's `relations` field lists them."""
+    from ..storage.records import iso
+
+    by_source: dict[str, list[dict]] = {}
+    for r in sorted(relations, key=lambda r: (r.source_id, r.created_at, r.target_id, r.relation)):
+        by_source.setdefault(r.source_id, []).append(
+            {
+                "target_id": r.target_id,
+                "relation": r.relation,
+                "weight": round(float(r.weight), 6),
+                "created_at": iso(r.created_at),
+            }
+        )
+    return by_source
+
+
+def _json_or_none(value) -> str | None:
+    import json
+
+    return None if not value else json.dumps(value, ensure_ascii=False)
+
+
+def _import_relations(store, keep, records, given: dict[str, str], provenance: Provenance) -> list:
+    """The relations of the imported records, their ends under the ids the memories were given; a
+    target neither in the file nor in the store is dropped."""
+    from ..storage.relations import Relation
+
+    wanted = [link for c in keep for link in c.relations]
+    if not wanted:
+        return []
+    outside = [link.target_id for link in wanted if link.target_id not in given]
+    present = {r.id for r in store.get_many(outside)} if outside else set()
+    found: dict[str, Relation] = {}
+    for candidate, record in zip(keep, records, strict=True):
+        for link in candidate.relations:
+            target = given.get(link.target_id) or (link.target_id if link.target_id in present else None)
+            if target is None or target == record.id:
+                continue
+            made = Relation(record.id, target, link.relation, link.weight, link.created_at, provenance)
+            found[made.key] = made
+    return list(found.values())
+
+
 def _existing_ids(store, ids: list[str]) -> set[str]:
     found: set[str] = set()
     unique = list(dict.fromkeys(ids))
@@ -173,6 +217,12 @@ class PortabilityService(Service):
         history = store.history_arrow(flt)
         for name in formats.HISTORY_FIELDS:
             table = table.append_column(name, pa.nulls(table.num_rows, history.schema.field(name).type))
+        outgoing = _outgoing(store.current_relations())
+        ids = table.column("id").to_pylist()
+        relations = [outgoing.get(i) for i in ids]
+        exported_relations = sum(len(outgoing[i]) for i in set(ids) if i in outgoing)
+        table = table.append_column("relations", pa.array([_json_or_none(r) for r in relations], pa.string()))
+        history = history.append_column("relations", pa.nulls(history.num_rows, pa.string()))
         table = pa.concat_tables([table, history.select(table.column_names).cast(table.schema)])
         table = table.sort_by([("created_at", "ascending"), ("id", "ascending"), ("version", "ascending")])
         header = export_file.ExportHeader(store.model_id, store.dim, with_vectors)
@@ -182,6 +232,7 @@ class PortabilityService(Service):
             output_path=str(target),
             memories_exported=current,
             versions_exported=table.num_rows - current,
+            relations_exported=exported_relations,
             file_size_bytes=size,
             file_size_mb=round(size / 1_048_576, 6),
             namespaces_included=sorted(set(table.column("namespace").to_pylist())),
@@ -272,9 +323,12 @@ class PortabilityService(Service):
             records, new_ids, given = _import_records(keep, taken, provenance or Provenance(via="import"))
             skipped = {candidates[i].id for i in duplicates if candidates[i].id}
             states = _retired_states(retired, given, skipped, taken)
+            links = _import_relations(store, keep, records, given, provenance or Provenance(via="import"))
             if not dry_run and states:
                 # The history first: until the memories land, no memory's history counts these.
                 store.restore_history(states)
+            if not dry_run and links:
+                store.relate(links)  # shown only once both ends are current: after the add below
             if not dry_run and records:
                 store.add(records)  # one commit: every record or none
         if not dry_run and records:
@@ -287,6 +341,7 @@ class PortabilityService(Service):
             memories_imported=0 if dry_run else len(records),
             memories_skipped=len(duplicates),
             versions_imported=0 if dry_run else len(states),
+            relations_imported=0 if dry_run else len(links),
             memories_failed=failed,
             validation_errors=[
                 ImportValidationError(row_number=p.row_number, field=p.field, error=p.error, value=p.value)

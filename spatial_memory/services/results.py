@@ -120,6 +120,14 @@ class MemoryDetail(BaseModel):
         )
 
 
+class RelationItem(BaseModel):
+    source_id: str
+    target_id: str
+    relation: str
+    weight: float
+    created_at: str
+
+
 class FullMemory(MemoryDetail):
     """get_memories: a memory with its versions; a superseded one with its successor."""
 
@@ -127,6 +135,7 @@ class FullMemory(MemoryDetail):
     valid_until: str | None = Field(None, description="When it stopped being current (closed memories).")
     superseded_by: str | None = None
     versions: int = Field(1, description="Versions kept, this one included (memory_history lists them).")
+    relations: list[RelationItem] = Field(default_factory=list, description="Its relations, either direction.")
 
 
 class GetMemoriesResult(BaseModel):
@@ -205,9 +214,28 @@ class RememberBatchResult(BaseModel):
     superseded: list[str] = Field(default_factory=list)
 
 
+class ActivationStep(BaseModel):
+    from_id: str
+    via: str = Field(description="relation:<label> (reverse: followed backwards), co_recall or conversation.")
+
+
+class ExpandedMemory(BaseModel):
+    """A memory reached from recall's hits (get_memories gives the rest of it)."""
+
+    id: str
+    content: str
+    namespace: str
+    similarity: float = Field(description="Cosine similarity to the query.")
+    activation: float = Field(description="How strongly the hits activated it (0-1), weighed by the query.")
+    path: list[ActivationStep] = Field(description="How it was reached, from a hit.")
+
+
 class RecallResult(BaseModel):
     memories: list[MemoryItem]
     total: int
+    expanded: list[ExpandedMemory] | None = Field(
+        None, description="With expand: memories reached from the hits by spreading activation."
+    )
 
 
 class NearbyResult(BaseModel):
@@ -316,6 +344,7 @@ class WanderStep(BaseModel):
     memory: MemoryItem
     similarity_to_previous: float
     selection_probability: float
+    via: str | None = Field(None, description="relation:<label> when the step followed a relation.")
 
 
 class WanderResult(BaseModel):
@@ -496,6 +525,7 @@ class ExportResult(BaseModel):
     output_path: str = Field(description="The absolute path written.")
     memories_exported: int
     versions_exported: int = Field(0, description="Retired versions written beside them (rows with valid_until).")
+    relations_exported: int = Field(0, description="Relations written with their source memories.")
     file_size_bytes: int
     file_size_mb: float
     namespaces_included: list[str]
@@ -524,6 +554,7 @@ class ImportResult(BaseModel):
     memories_imported: int = Field(description="Memories stored (always 0 on a dry run; see would_import).")
     memories_skipped: int = Field(description="Valid records skipped as duplicates (deduplicate=true).")
     versions_imported: int = Field(0, description="Retired versions restored into the memories' history.")
+    relations_imported: int = Field(0, description="Relations restored (those whose target is gone are dropped).")
     memories_failed: int = Field(description="Records that failed validation.")
     validation_errors: list[ImportValidationError] = Field(description="One entry per bad field (at most 100).")
     namespace_override: str | None = None
@@ -570,3 +601,68 @@ class SetupHooksResult(BaseModel):
             f'# MCP server: {self.mcp_file}, under "mcpServers"\n'
             f"{json.dumps({'spatial-memory': self.mcp_server}, indent=2)}"
         )
+
+
+# ---- connections ----------------------------------------------------------------------------
+
+
+class HealthCheck(BaseModel):
+    name: str
+    status: str = Field(description="ok, warning or error.")
+    message: str
+    latency_ms: float
+
+
+class HealthResult(BaseModel):
+    status: str = Field(description="healthy, degraded (a warning) or unhealthy (an error).")
+    ready: bool = Field(description="The store is open and the model loaded: a call waits for neither.")
+    alive: bool
+    version: str
+    timestamp: str
+    checks: list[HealthCheck] | None = Field(None, description="Each check (only with verbose).")
+
+
+class Connection(BaseModel):
+    id: str
+    content: str
+    namespace: str
+    similarity: float = Field(description="Cosine similarity to the memory.")
+    score: float = Field(description="What connections are ordered by: similarity plus shared terms.")
+    shared_terms: list[str]
+    relations: list[str] = Field(default_factory=list, description="Relations already linking the two.")
+
+
+class DiscoverConnectionsResult(BaseModel):
+    memory_id: str
+    namespace: str
+    connections: list[Connection]
+    total: int
+
+
+class BridgeEnd(BaseModel):
+    id: str
+    namespace: str
+    content_preview: str
+
+
+class Bridge(BaseModel):
+    similarity: float
+    a: BridgeEnd
+    b: BridgeEnd
+
+
+class CorpusBridgesResult(BaseModel):
+    bridges: list[Bridge] = Field(description="Closest first.")
+    total_bridges: int = Field(description="Pairs at or above min_similarity (bridges lists max_bridges of them).")
+    memories_compared: int
+    namespaces: list[str]
+
+
+class RelateResult(BaseModel):
+    relation: RelationItem
+    created: bool = Field(description="False when the relation existed (its weight was updated).")
+
+
+class UnrelateResult(BaseModel):
+    removed: int
+    relations: list[RelationItem]

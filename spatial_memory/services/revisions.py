@@ -12,6 +12,7 @@ from ..errors import MemoryNotFoundError, ValidationError
 from ..storage.history import RetiredState
 from ..storage.records import MemoryRecord, Provenance, is_uuid
 from .base import Service
+from .connections import relation_item
 from .expiry import expiry_for, memory_type_of
 from .results import (
     FullMemory,
@@ -20,6 +21,7 @@ from .results import (
     MemoryHistoryResult,
     MemoryVersion,
     ProvenanceInfo,
+    RelationItem,
     UpdateMemoryResult,
     timestamp,
 )
@@ -41,11 +43,17 @@ class RevisionService(Service):
         current = {r.id: r for r in store.get_many(ids)}
         closed = store.closed([i for i in ids if i not in current and is_uuid(i)])
         counts = store.version_counts([*current, *closed])
+        links: dict[str, list[RelationItem]] = {}
+        for r in store.relations_of(list(current)):
+            for end in dict.fromkeys((r.source_id, r.target_id)):
+                links.setdefault(end, []).append(relation_item(r))
         found: list[FullMemory] = []
         for memory_id in ids:
             if memory_id in current:
                 detail = MemoryDetail.of(current[memory_id]).model_dump()
-                found.append(FullMemory(**detail, versions=counts.get(memory_id, 0) + 1))
+                found.append(
+                    FullMemory(**detail, versions=counts.get(memory_id, 0) + 1, relations=links.get(memory_id, []))
+                )
             elif memory_id in closed:
                 state = closed[memory_id]
                 detail = MemoryDetail.of(state.record).model_dump()

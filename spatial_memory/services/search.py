@@ -14,14 +14,16 @@ import numpy as np
 
 from ..algorithms.ranking import DEFAULT_PARAMS, TextFeatures
 from ..errors import MemoryNotFoundError, ValidationError
-from ..limits import MAX_CONTEXT
+from ..limits import MAX_CONTEXT, MAX_EXPAND
 from ..storage.candidates import Candidates
 from ..storage.filters import Filter, both, build_filter, current_at, session_windows
 from ..storage.records import MemoryRecord, ScoredMemory, as_utc
 from .base import Service
 from .cache import VersionedCache
 from .results import (
+    ActivationStep,
     ContextMemory,
+    ExpandedMemory,
     HybridMemoryItem,
     HybridRecallResult,
     MemoryItem,
@@ -32,6 +34,29 @@ from .results import (
 
 # How far from a keyword hit its session neighbours join the candidates.
 NEIGHBOUR_RADIUS = 2
+# The hits of one recall whose pairs count as recalled together.
+CO_RECALL_TOP = 3
+
+
+@dataclass(frozen=True)
+class ExpansionParams:
+    """recall's spreading activation (expand): what spreads, how far, and what is kept."""
+
+    seeds: int = 5  # the top hits activation starts from (each at its similarity / the best one's)
+    hops: int = 2
+    decay: float = 0.5  # per hop
+    relation_weight: float = 1.0  # x the relation's own weight
+    co_recall_weight: float = 1.0  # x the link's strength (0-1)
+    conversation_weight: float = 0.6  # / the distance in turns
+    conversation_radius: int = 1
+    similar_weight: float = 0.0  # x cosine to the node; 0: off (it did not help on LoCoMo)
+    similar_k: int = 5
+    query_gate: float = 0.5  # activation x (1 - gate + gate x cosine to the query)
+    threshold: float = 0.05
+    max_candidates: int = 200
+
+
+EXPANSION = ExpansionParams()
 
 
 def search_depth(limit: int) -> int:
@@ -196,11 +221,19 @@ class SearchService(Service):
         until: Any = None,
         context: int = 0,
         as_of: datetime | None = None,
+        expand: int = 0,
+        expansion: ExpansionParams | None = None,
     ) -> RecallResult:
         """The best `limit` memories for the query, after the namespace's pinned memories (which
-        come first, whatever the query; not with as_of, which shows the past as it was)."""
+        come first, whatever the query; not with as_of, which shows the past as it was). With
+        `expand`, up to that many more memories reached from the hits by spreading activation
+        (see `_expand`), in `expanded`."""
         if isinstance(context, bool) or not isinstance(context, int) or not 0 <= context <= MAX_CONTEXT:
             raise ValidationError(f"context must be an integer from 0 to {MAX_CONTEXT}")
+        if isinstance(expand, bool) or not isinstance(expand, int) or not 0 <= expand <= MAX_EXPAND:
+            raise ValidationError(f"expand must be an integer from 0 to {MAX_EXPAND}")
+        if expand and as_of is not None:
+            raise ValidationError("expand cannot be combined with as_of: relations and links are today's; drop one")
         pinned = self.pinned(namespace) if as_of is None else []
         pinned_ids = {r.id for r in pinned}
         hits, query_vector = self._ranked(
@@ -221,10 +254,117 @@ class SearchService(Service):
             first.record.vector = None
         shown = [*firsts, *(ScoredMemory(h.record, h.similarity) for h in hits)]
         self._r.upkeep.record_access(h.record.id for h in shown)
+        # The best few hits were recalled together: their co-recall links grow (co_recall.py).
+        self._r.upkeep.record_co_recall(h.record.id for h in hits[:CO_RECALL_TOP])
         items = [MemoryItem.of(h) for h in shown]
         if context:
             self._attach_context(items, [h.record for h in shown], context, namespace)
-        return RecallResult(memories=items, total=len(items))
+        expanded = None
+        if expand:
+            flt = build_filter(namespace=namespace, tags=tags, filters=filters, since=since, until=until)
+            # Seeds: the best hits, and a pinned memory that answers the query as well as they do.
+            seeds = [ScoredMemory(h.record, h.similarity) for h in hits[: (expansion or EXPANSION).seeds]]
+            floor = min((h.similarity for h in seeds), default=1.0)
+            seeds += [f for f in firsts if f.similarity >= floor]
+            expanded = self._expand(
+                query_vector, seeds, {h.record.id for h in shown}, flt, expand, expansion or EXPANSION
+            )
+        return RecallResult(memories=items, total=len(items), expanded=expanded)
+
+    def _expand(
+        self,
+        query_vector: np.ndarray,
+        seeds_hits: list[ScoredMemory],
+        shown: set[str],
+        flt: Filter,
+        count: int,
+        p: ExpansionParams,
+    ) -> list[ExpandedMemory]:
+        """Spreading activation from the top hits over relations (both ways), co-recall links and
+        conversation neighbours; a reached memory's activation is weighed by its similarity to the
+        query (p.query_gate) and the `count` strongest above p.threshold are returned."""
+        from ..algorithms.activation import spread
+
+        if not seeds_hits:
+            return []
+        store = self._r.store()
+        top = max(h.similarity for h in seeds_hits) or 1.0
+        seeds = {h.record.id: h.similarity / top for h in seeds_hits}
+        known: dict[str, MemoryRecord] = {h.record.id: h.record for h in seeds_hits}
+        graph = store.relation_graph()
+
+        def edges_of(ids: list[str]):
+            for r in graph.of(ids):
+                yield r.source_id, r.target_id, r.weight * p.relation_weight, f"relation:{r.relation}"
+                yield r.target_id, r.source_id, r.weight * p.relation_weight, f"relation:{r.relation} (reverse)"
+            if p.co_recall_weight > 0:
+                for a, b, strength in store.co_recall_links(ids):
+                    yield a, b, strength * p.co_recall_weight, "co_recall"
+                    yield b, a, strength * p.co_recall_weight, "co_recall"
+            if p.conversation_weight > 0:
+                missing = [i for i in ids if i not in known]
+                known.update({r.id: r for r in store.get_many(missing)} if missing else {})
+                placed = [known[i] for i in ids if i in known]
+                windows = _session_windows(placed, p.conversation_radius)
+                if windows:
+                    around = store.neighbours(windows, flt)
+                    for r in around:
+                        known.setdefault(r.id, r)
+                    by_session: dict[str, list[MemoryRecord]] = {}
+                    for r in around:
+                        by_session.setdefault(r.conversation.session_id, []).append(r)
+                    for record in placed:
+                        c = record.conversation
+                        for n in by_session.get(c.session_id, ()):
+                            gap = abs(n.conversation.sequence - c.sequence)
+                            if 0 < gap <= p.conversation_radius:
+                                yield record.id, n.id, p.conversation_weight / gap, "conversation"
+            if p.similar_weight > 0:
+                # Off by default (measured: benchmarks/expansion_locomo.py): the memories nearest to
+                # the query moved towards each node, a second hop by meaning.
+                for memory_id in ids:
+                    record = known.get(memory_id)
+                    if record is None or record.vector is None:
+                        found = store.get_many([memory_id], with_vectors=True)
+                        if not found:
+                            continue
+                        record = known[memory_id] = found[0]
+                    toward = query_vector + np.asarray(record.vector, dtype=np.float32)
+                    toward /= np.linalg.norm(toward) or 1.0
+                    for hit in store.search(toward, p.similar_k + 1, flt, with_vectors=True):
+                        if hit.record.id != memory_id:
+                            known.setdefault(hit.record.id, hit.record)
+                            near = float(np.dot(hit.record.vector, record.vector))
+                            yield memory_id, hit.record.id, max(near, 0.0) * p.similar_weight, "similar"
+
+        reached = spread(seeds, edges_of, hops=p.hops, decay=p.decay)
+        candidates = [i for i in reached if i not in shown][: p.max_candidates]
+        if not candidates:
+            return []
+        records = {r.id: r for r in store.scan(both(flt, build_filter(ids=candidates)), with_vectors=True)}
+        found: list[ExpandedMemory] = []
+        for memory_id in candidates:
+            record = records.get(memory_id)
+            if record is None:  # outside the recall's namespace or filters, or gone
+                continue
+            similarity = float(np.clip(np.dot(record.vector, query_vector), 0.0, 1.0))
+            node = reached[memory_id]
+            weighed = node.activation * (1.0 - p.query_gate + p.query_gate * similarity)
+            if weighed < p.threshold:
+                continue
+            record.vector = None
+            found.append(
+                ExpandedMemory(
+                    id=record.id,
+                    content=record.content,
+                    namespace=record.namespace,
+                    similarity=round(similarity, 6),
+                    activation=round(weighed, 6),
+                    path=[ActivationStep(from_id=a, via=kind) for a, kind in node.path],
+                )
+            )
+        found.sort(key=lambda m: -m.activation)
+        return found[:count]
 
     def _attach_context(
         self, items: list[MemoryItem], records: list[MemoryRecord], radius: int, namespace: str | None

@@ -13,7 +13,7 @@ from ..errors import (
     WanderError,
 )
 from ..runtime.resources import Resources
-from ..storage.filters import build_filter
+from ..storage.filters import both, build_filter
 from ..storage.records import MemoryRecord, ScoredMemory
 from .cache import VersionedCache
 from .results import (
@@ -155,10 +155,19 @@ class SpatialService:
         for step in range(1, steps + 1):
             hits = store.search(current.vector, WANDER_CANDIDATES + len(visited), flt, with_vectors=True)
             candidates = [h for h in hits if h.record.id not in visited][:WANDER_CANDIDATES]
+            # A related memory is a step too, at least as close as the relation's weight.
+            related = self._related(store, current, flt, visited)
+            pull = {h.record.id: h.similarity for h in candidates}
+            for hit, weight, _via in related:
+                if hit.record.id not in pull:
+                    candidates.append(hit)
+                pull[hit.record.id] = max(pull.get(hit.record.id, 0.0), weight, hit.similarity)
+            vias = {hit.record.id: via for hit, _, via in related}
             if not candidates:
                 end_reason = "no unvisited memories left to wander to"
                 break
-            probabilities = alg.softmax_probabilities(np.array([h.similarity for h in candidates]), temperature)
+            scores = np.array([pull[h.record.id] for h in candidates])
+            probabilities = alg.softmax_probabilities(scores, temperature)
             chosen = alg.choose(probabilities, rng)
             hit = candidates[chosen]
             total_distance += 1.0 - hit.similarity
@@ -169,6 +178,7 @@ class SpatialService:
                     memory=MemoryItem.of(hit),
                     similarity_to_previous=round(hit.similarity, 6),
                     selection_probability=round(float(probabilities[chosen]), 6),
+                    via=vias.get(hit.record.id),
                 )
             )
             current = hit.record
@@ -179,6 +189,29 @@ class SpatialService:
             ended_early=end_reason is not None,
             end_reason=end_reason,
         )
+
+    @staticmethod
+    def _related(store, current, flt, visited: set[str]) -> list[tuple[ScoredMemory, float, str]]:
+        """The unvisited memories related to `current` (either direction) under the filter: each
+        with its similarity to it, the relation's weight and how it is linked."""
+        links: dict[str, tuple[float, str]] = {}
+        for r in store.relation_graph().of([current.id]):
+            other, label = (
+                (r.target_id, f"relation:{r.relation}")
+                if r.source_id == current.id
+                else (r.source_id, f"relation:{r.relation} (reverse)")
+            )
+            if other not in visited and r.weight > links.get(other, (0.0, ""))[0]:
+                links[other] = (float(r.weight), label)
+        if not links:
+            return []
+        records = store.scan(both(flt, build_filter(ids=list(links))), with_vectors=True)
+        found = []
+        for record in records:
+            similarity = float(np.clip(np.dot(record.vector, current.vector), 0.0, 1.0))
+            weight, via = links[record.id]
+            found.append((ScoredMemory(record, similarity), weight, via))
+        return found
 
     # ---- regions -----------------------------------------------------------------------
 

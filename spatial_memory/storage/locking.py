@@ -81,6 +81,27 @@ class StoreLock:
             f"{self.timeout:g} s); nothing was changed, retry"
         )
 
+    def probe(self) -> str:
+        """Without waiting: "free", "held" (a write is running, in this process or another) or
+        "unlocked" (no file locking here). Tries the file lock on a descriptor of its own."""
+        if not self._cross_process:
+            return "unlocked"
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise StorageError(f"cannot open the store's lock file {self.path}: {exc}") from exc
+        try:
+            if not self._try_lock(fd):
+                return "held"
+            if fcntl is not None:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            else:  # pragma: no cover - Windows
+                os.lseek(fd, 0, os.SEEK_SET)
+                msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+            return "free"
+        finally:
+            os.close(fd)
+
     def _open(self) -> int:
         if self._fd is None:
             # Not inherited by child processes (os.open's default), never truncated, never deleted.

@@ -31,6 +31,7 @@ import pyarrow as pa
 from ..errors import ConfigurationError, SpatialMemoryError, StorageError
 from .access_ledger import ACCESS_COLUMNS, AccessCounts, AccessLedger
 from .candidates import CandidateSearch
+from .co_recall import CoRecall
 from .connection import LARGE_INDEX_CACHE_BYTES, SMALL_INDEX_CACHE_BYTES, connect
 from .exact_index import ExactIndex, ExactSearch, Written
 from .filters import (
@@ -52,6 +53,7 @@ from .maintenance import Maintenance
 from .readonly import ReadOnlyLock, read_only_message, read_only_reason
 from .records import MemoryRecord, ScoredMemory, is_uuid, utc_now
 from .recovery import Damage, open_last_good
+from .relations import Relations
 from .schema import (
     ADDED_COLUMNS,
     MODEL_KEY,
@@ -96,7 +98,9 @@ def expiry_seconds(record: MemoryRecord) -> float:
     return record.expires_at.timestamp()
 
 
-class MemoryStore(ExactSearch, CandidateSearch, AccessCounts, Maintenance, FullTextSearch, VersionHistory):
+class MemoryStore(
+    ExactSearch, CandidateSearch, AccessCounts, Maintenance, FullTextSearch, VersionHistory, Relations, CoRecall
+):
     def __init__(
         self,
         db_path: Path,
@@ -439,6 +443,20 @@ class MemoryStore(ExactSearch, CandidateSearch, AccessCounts, Maintenance, FullT
             "version": self._table.version,
         }
 
+    def health_facts(self) -> dict[str, Any]:
+        """Cheap facts for the health tool: rows, table version, index state, the write lock."""
+        return {
+            "rows": self._table.count_rows(),
+            "version": self._table.version,
+            "vector_indexed": self._vector_index_ready(),
+            "writes_since_compaction": self._writes_since_compaction,
+            "needs_compaction": self.needs_compaction(),
+            "exact_copy": self._exact.has_copy(),
+            "lock": "read-only" if self.read_only else self._write_lock.probe(),
+            "read_only": getattr(self._write_lock, "message", None) if self.read_only else None,
+            "path": self._db_path,
+        }
+
     def _fragment_count(self) -> int:
         return int(self._table.stats()["fragment_stats"]["num_fragments"])
 
@@ -606,6 +624,8 @@ class MemoryStore(ExactSearch, CandidateSearch, AccessCounts, Maintenance, FullT
             return
         data = self._to_arrow(new_records)
         with self._write_lock:
+            self.drop_relations(deletions)
+            self.drop_co_recall(deletions)
             self._commit(
                 "replace failed, nothing was changed",
                 lambda: (
@@ -633,8 +653,8 @@ class MemoryStore(ExactSearch, CandidateSearch, AccessCounts, Maintenance, FullT
         return self.delete_where(build_filter(ids=wanted))
 
     def delete_where(self, flt: Filter, *, live: bool = True, extra: str | None = None) -> list[str]:
-        """Delete matching rows and their history (the history first: a crash between leaves
-        the memory, never a history without it); returns the ids deleted. `live`: expired
+        """Delete matching rows, their history and their relations (those first: a crash between
+        leaves the memory, never a history without it); returns the ids deleted. `live`: expired
         memories, which no read returns any more, are not counted; `extra`: a further clause."""
         with self._write_lock:
             if flt.metadata:
@@ -648,6 +668,8 @@ class MemoryStore(ExactSearch, CandidateSearch, AccessCounts, Maintenance, FullT
             if not ids or where is None:
                 return []
             self.drop_history(ids)
+            self.drop_relations(ids)
+            self.drop_co_recall(ids)
             self._commit(
                 "delete failed, nothing was deleted", lambda: self._table.delete(where), change={"removed": ids}
             )

@@ -35,6 +35,7 @@ class Upkeep:
     def __init__(self, resources: Resources) -> None:
         self._resources = resources
         self._pending: Counter[str] = Counter()
+        self._pairs: Counter[tuple[str, str]] = Counter()  # memories recalled together (co_recall.py)
         self._pending_since: float | None = None
         self._lock = threading.Lock()
         self._flush_lock = threading.Lock()
@@ -44,12 +45,26 @@ class Upkeep:
         self._thread: threading.Thread | None = None
         self._calls_running = 0
         self._last_call = 0.0
+        self.last_error: str | None = None  # of the last pass (health reports it)
 
     def record_access(self, ids: Iterable[str]) -> None:
         with self._lock:
             if not self._pending:
                 self._pending_since = time.monotonic()
             self._pending.update(ids)
+
+    def record_co_recall(self, ids: Iterable[str]) -> None:
+        """These memories were recalled together: each pair's link grows at the next pass."""
+        from .co_recall import pair
+
+        unique = list(dict.fromkeys(ids))
+        pairs = [pair(a, b) for i, a in enumerate(unique) for b in unique[i + 1 :]]
+        if not pairs:
+            return
+        with self._lock:
+            if not self._pending and not self._pairs:
+                self._pending_since = time.monotonic()
+            self._pairs.update(pairs)
 
     def call_started(self) -> None:
         with self._lock:
@@ -67,6 +82,17 @@ class Upkeep:
             quiet = self._calls_running == 0 and now - self._last_call >= self.QUIET_SECONDS
             overdue = self._pending_since is not None and now - self._pending_since >= self.MAX_DEFER_SECONDS
             return quiet or overdue
+
+    @property
+    def running(self) -> bool:
+        """The background thread is alive."""
+        return self._thread is not None and self._thread.is_alive()
+
+    @property
+    def pending(self) -> int:
+        """Recalled memories whose access counts are not written yet."""
+        with self._lock:
+            return len(self._pending)
 
     def poke(self) -> None:
         self._poked = True
@@ -124,9 +150,12 @@ class Upkeep:
             with self._flush_lock:
                 with self._lock:
                     pending, self._pending, self._pending_since = self._pending, Counter(), None
-                # A read-only store cannot record recall accesses: they are dropped.
+                    pairs, self._pairs = self._pairs, Counter()
+                # A read-only store cannot record recall accesses or co-recall links: they are dropped.
                 if pending and not store.read_only:
                     store.record_access(dict(pending))
+                if pairs and not store.read_only:
+                    store.record_co_recall(dict(pairs), self._resources.clock())
             self._purge(store)
             compacted = compact and store.needs_compaction()
             if compacted:
@@ -134,7 +163,10 @@ class Upkeep:
             store.refresh_exact()
             if compacted:
                 trim()  # compaction and the reload leave large freed buffers behind
+            self.last_error = None
         except StorageError as exc:
+            self.last_error = str(exc)
             log.warning("upkeep: %s", exc)
-        except Exception:  # noqa: BLE001 - the upkeep thread must survive anything
+        except Exception as exc:  # noqa: BLE001 - the upkeep thread must survive anything
+            self.last_error = f"{type(exc).__name__}: {exc}"
             log.exception("upkeep failed")

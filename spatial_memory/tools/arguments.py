@@ -79,6 +79,7 @@ class Arguments:
     memory_ids: Any
     memory_input: type[MemoryFields]
     max_batch: int
+    max_namespace: int
 
 
 def build_arguments(settings: Settings) -> Arguments:
@@ -198,4 +199,5 @@ def build_arguments(settings: Settings) -> Arguments:
         ],
         memory_input=memory_input,
         max_batch=settings.max_batch_size,
+        max_namespace=namespace_chars,
     )

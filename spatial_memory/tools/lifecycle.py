@@ -19,10 +19,11 @@ def register(tools: ToolSet, a: Arguments) -> None:
         ctx: Context,
         namespace: a.namespace_filter = None,
         decay_function: Annotated[
-            Literal["exponential", "linear", "step"],
+            Literal["exponential", "linear", "step", "fsrs"],
             Field(
                 description="Decay curve: exponential (halves every half-life), linear (0.5 at one half-life, "
-                "0 at two) or step (halves at each full half-life)."
+                "0 at two), step (halves at each full half-life) or fsrs (FSRS retrievability: 0.5 at one "
+                "half-life, a long tail, stability x (1 + 2 * access_weight) per recall)."
             ),
         ] = "exponential",
         half_life_days: Annotated[

@@ -7,7 +7,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from ..limits import MAX_CONTEXT
+from ..limits import MAX_CONTEXT, MAX_EXPAND
 from ..services.results import HybridRecallResult, NearbyResult, RecallResult
 from .arguments import Arguments
 from .calls import READ_ONLY, call
@@ -45,6 +45,15 @@ def register(tools: ToolSet, a: Arguments) -> None:
             ),
         ] = 0,
         as_of: a.as_of = None,
+        expand: Annotated[
+            int,
+            Field(
+                ge=0,
+                le=MAX_EXPAND,
+                description="Also return up to this many memories reached from the hits over relations, "
+                "co-recall links and conversation neighbours (in expanded, with their path).",
+            ),
+        ] = 0,
     ) -> Annotated[CallToolResult, RecallResult]:
         """Find the memories that best answer the query, best first: by meaning and keywords, with the
         conversation around keyword hits (memories stored with session_id) taken into account. The
@@ -63,6 +72,7 @@ def register(tools: ToolSet, a: Arguments) -> None:
                 until=until,
                 context=context,
                 as_of=as_of,
+                expand=expand,
             ),
         )
 

@@ -1,0 +1,182 @@
+"""Co-recall links: memories recalled together repeatedly gain an implicit, bounded, decaying link.
+
+A part of MemoryStore. Like the access counts (access_ledger.py), nothing is written per recall:
+recall hands the pairs of its top hits to the upkeep thread, which writes them in batches to a
+small table of its own, `co_recall` (one row per pair, the two ids in order), never to a memory
+row. Each write is one merge-insert commit under the store's write lock that also drops the links
+that have decayed away.
+
+A link's strength is bounded by MAX_STRENGTH: each co-recall adds INCREMENT to what is left of it
+after decaying with a half-life of HALF_LIFE_DAYS since its last co-recall. Expansion uses links
+of at least MIN_STRENGTH, so one co-recall alone links nothing; two close together do.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta, timezone
+
+import pyarrow as pa
+
+from ..errors import StorageError
+from .filters import MAX_LIST_VALUES, quote
+from .records import is_uuid, utc_now
+
+CO_RECALL_TABLE = "co_recall"
+INCREMENT = 0.2
+MAX_STRENGTH = 1.0
+HALF_LIFE_DAYS = 14.0
+MIN_STRENGTH = 0.3
+# A link left alone this long has decayed under a tenth of MIN_STRENGTH: the next write drops it.
+FORGET_AFTER_DAYS = HALF_LIFE_DAYS * math.log2(MAX_STRENGTH / (MIN_STRENGTH / 10))
+_TS = pa.timestamp("us", tz="UTC")
+CO_RECALL_SCHEMA = pa.schema(
+    [
+        pa.field("pair_key", pa.string(), nullable=False),  # "<a>#<b>", a < b
+        pa.field("a_id", pa.string(), nullable=False),
+        pa.field("b_id", pa.string(), nullable=False),
+        pa.field("strength", pa.float32(), nullable=False),  # at updated_at
+        pa.field("count", pa.int32(), nullable=False),
+        pa.field("updated_at", _TS, nullable=False),
+    ]
+)
+
+
+def decayed(strength: float, since: datetime, now: datetime) -> float:
+    days = max((now - since).total_seconds() / 86_400, 0.0)
+    return strength * 0.5 ** (days / HALF_LIFE_DAYS)
+
+
+def pair(a: str, b: str) -> tuple[str, str]:
+    return (a, b) if a < b else (b, a)
+
+
+class CoRecall:
+    """MemoryStore's co-recall links."""
+
+    def _co_recall_table(self, *, create: bool = False):
+        db = self._db
+        cached = getattr(self, "_co_recall_handle", None)
+        if cached is not None and cached[0] is db:
+            return cached[1]
+        try:
+            if CO_RECALL_TABLE in db.list_tables().tables:
+                table = db.open_table(CO_RECALL_TABLE)
+            elif create:
+                try:
+                    table = db.create_table(CO_RECALL_TABLE, schema=CO_RECALL_SCHEMA)
+                except (ValueError, OSError):
+                    table = db.open_table(CO_RECALL_TABLE)
+            else:
+                return None
+        except Exception as exc:  # noqa: BLE001 - surfaced typed
+            raise StorageError(f"cannot open the co-recall table: {exc}") from exc
+        self._co_recall_handle = (db, table)
+        return table
+
+    def _co_recall_rows(self) -> dict[tuple[str, str], tuple[float, int, datetime]]:
+        """Every link as stored (strength at its last update), read once per table version."""
+        table = self._co_recall_table()
+        if table is None:
+            return {}
+        lock = self.__dict__.setdefault("_co_recall_lock", threading.Lock())
+        with lock:
+            try:
+                version = table.version
+                cached = getattr(self, "_co_recall_cache", None)
+                if cached is not None and cached[0] == version:
+                    return cached[1]
+                data = table.search().select(CO_RECALL_SCHEMA.names).limit(None).to_arrow()
+            except Exception as exc:  # noqa: BLE001
+                raise StorageError(f"reading co-recall links failed: {exc}") from exc
+            rows = {
+                (a, b): (float(s), int(n), t)
+                for a, b, s, n, t in zip(
+                    data.column("a_id").to_pylist(),
+                    data.column("b_id").to_pylist(),
+                    data.column("strength").to_pylist(),
+                    data.column("count").to_pylist(),
+                    data.column("updated_at").to_pylist(),
+                )
+            }
+            by_memory: dict[str, list[tuple[str, str]]] = {}
+            for key in rows:
+                by_memory.setdefault(key[0], []).append(key)
+                by_memory.setdefault(key[1], []).append(key)
+            self._co_recall_cache = (version, rows)
+            self._co_recall_index = (version, by_memory)
+            return rows
+
+    def co_recall_links(self, ids: Iterable[str], *, minimum: float = MIN_STRENGTH) -> list[tuple[str, str, float]]:
+        """(a, b, strength now) of the links of these memories at or above `minimum`."""
+        rows = self._co_recall_rows()
+        if not rows:
+            return []
+        index = self._co_recall_index[1]
+        now = self.now()
+        found = {}
+        for memory_id in ids:
+            for key in index.get(memory_id, ()):
+                strength = decayed(rows[key][0], rows[key][2], now)
+                if strength >= minimum:
+                    found[key] = strength
+        return [(a, b, s) for (a, b), s in found.items()]
+
+    def record_co_recall(self, pairs: Mapping[tuple[str, str], int], when: datetime | None = None) -> None:
+        """Strengthen the links of pairs recalled together (pair -> how many times), one commit that
+        also drops links decayed away."""
+        wanted = {pair(a, b): int(n) for (a, b), n in pairs.items() if a != b and is_uuid(a) and is_uuid(b) and n > 0}
+        if not wanted:
+            return
+        now = (when or utc_now()).astimezone(timezone.utc)
+        with self._write_lock:
+            table = self._co_recall_table(create=True)
+            rows = self._co_recall_rows()
+            keys, strengths, counts = [], [], []
+            for key, n in wanted.items():
+                old = rows.get(key)
+                base = decayed(old[0], old[2], now) if old else 0.0
+                strength = base
+                for _ in range(n):
+                    strength = min(MAX_STRENGTH, strength + INCREMENT)
+                keys.append(key)
+                strengths.append(strength)
+                counts.append((old[1] if old else 0) + n)
+            data = pa.Table.from_arrays(
+                [
+                    pa.array([f"{a}#{b}" for a, b in keys], pa.string()),
+                    pa.array([a for a, _ in keys], pa.string()),
+                    pa.array([b for _, b in keys], pa.string()),
+                    pa.array(strengths, pa.float32()),
+                    pa.array(counts, pa.int32()),
+                    pa.array([now] * len(keys), _TS),
+                ],
+                schema=CO_RECALL_SCHEMA,
+            )
+            stale = now - timedelta(days=FORGET_AFTER_DAYS)
+            stamp = stale.replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
+            merge = (
+                table.merge_insert("pair_key")
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .when_not_matched_by_source_delete(f"updated_at < CAST('{stamp}' AS TIMESTAMP)")
+            )
+            self._attempt("recording co-recall failed", lambda: merge.execute(data), None, counted=False)
+
+    def drop_co_recall(self, ids: Iterable[str]) -> None:
+        """Remove the links of these memories (before they are forgotten)."""
+        table = self._co_recall_table()
+        wanted = list(dict.fromkeys(ids))
+        if table is None or not wanted:
+            return
+        self._co_recall_rows()
+        index = self._co_recall_index[1]
+        if not any(i in index for i in wanted):
+            return
+        with self._write_lock:
+            for start in range(0, len(wanted), MAX_LIST_VALUES):
+                listed = ", ".join(quote(i) for i in wanted[start : start + MAX_LIST_VALUES])
+                where = f"a_id IN ({listed}) OR b_id IN ({listed})"
+                self._attempt("co-recall delete failed", lambda w=where: table.delete(w), None, counted=False)
