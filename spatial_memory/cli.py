@@ -9,23 +9,40 @@ protocol. `doctor` is not a server: its report goes to stdout.
 
 from __future__ import annotations
 
-import argparse
-import logging
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import argparse
 
 PROG = "spatial-memory-mcp"
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    args = build_parser().parse_args(sys.argv[1:] if argv is None else list(argv))
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["hook"]:
+        # A hook runs at every client event: straight to it, without argparse or the settings.
+        from .capture.hook import main as hook_main
+
+        raise SystemExit(hook_main(argv[1:]))
+    args = build_parser().parse_args(argv)
     args.handler(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
     from . import __version__
+
+    class _Parser(argparse.ArgumentParser):
+        """Help ends with the main settings, with this machine's default store path."""
+
+        def format_help(self) -> str:
+            self.epilog = _settings_help()
+            return super().format_help()
 
     parser = _Parser(
         prog=_prog(),
@@ -44,6 +61,33 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     serve_parser.set_defaults(handler=_serve_command)
+    # `hook` is dispatched by main() before parsing (capture/hook.py parses its own arguments);
+    # it is listed here for --help.
+    commands.add_parser(
+        "hook",
+        help="run one client hook: capture from the event on stdin (see setup-hooks)",
+        add_help=False,
+    )
+    setup = commands.add_parser(
+        "setup-hooks",
+        help="show (or with --write, install) the hooks and MCP entry for Claude Code or Cursor",
+        description="Show the hook configuration and the MCP server entry that make a client capture "
+        "memories automatically. With --write, merge them into the client's files (a backup of each "
+        "changed file first; other hooks and servers are kept; running it again changes nothing).",
+    )
+    setup.add_argument("--client", required=True, choices=["claude-code", "cursor"])
+    where = setup.add_mutually_exclusive_group()
+    where.add_argument("--project", dest="scope", action="store_const", const="project", help="this project's files")
+    where.add_argument("--user", dest="scope", action="store_const", const="user", help="your user files (default)")
+    setup.add_argument("--write", action="store_true", help="write the files (otherwise only show them)")
+    setup.set_defaults(handler=_setup_hooks_command, scope="user")
+    ingest = commands.add_parser(
+        "ingest",
+        help="store what hooks captured and the server has not stored yet, then exit",
+        description="Store the spooled captures (hooks start this on their own when no server runs).",
+    )
+    ingest.add_argument("--store", help="the store's directory (default: SPATIAL_MEMORY_PATH)")
+    ingest.set_defaults(handler=_ingest_command)
     doctor_parser = commands.add_parser(
         "doctor",
         help="check a store (versions, fragments, indexes, model record, rows); --repair fixes it",
@@ -61,14 +105,6 @@ def build_parser() -> argparse.ArgumentParser:
     doctor_parser.set_defaults(handler=_doctor_command)
     # More commands: commands.add_parser(...).set_defaults(handler=...).
     return parser
-
-
-class _Parser(argparse.ArgumentParser):
-    """Help ends with the main settings, with this machine's default store path."""
-
-    def format_help(self) -> str:
-        self.epilog = _settings_help()
-        return super().format_help()
 
 
 def _settings_help() -> str:
@@ -97,6 +133,63 @@ def _prog() -> str:
     return name if name in (PROG, "spatial-memory") else "python -m spatial_memory"
 
 
+def _settings_or_exit(**overrides):
+    from .config import Settings, describe_settings_error
+
+    try:
+        return Settings(**overrides)
+    except Exception as exc:  # noqa: BLE001 - one clear line, no traceback
+        sys.stderr.write(f"{PROG}: {describe_settings_error(exc)}\n")
+        raise SystemExit(2) from None
+
+
+def _setup_hooks_command(args: argparse.Namespace) -> None:
+    from pathlib import Path
+
+    from .capture.namespace import project_root
+    from .capture.setup import plan, write
+    from .errors import SpatialMemoryError
+    from .services.results import SetupHooksResult
+
+    settings = _settings_or_exit()
+    setup = plan(
+        args.client, args.scope, project=project_root(Path.cwd()), home=Path.home(), store=_custom_store(settings)
+    )
+    print(SetupHooksResult.of(setup).render())
+    if not args.write:
+        print(f"\nNothing was written. To merge this into the files above: {SetupHooksResult.of(setup).write_command}")
+        return
+    try:
+        written = write(setup)
+    except SpatialMemoryError as exc:
+        sys.stderr.write(f"{PROG}: {exc.message}\n")
+        raise SystemExit(1) from None
+    for w in written:
+        state = f"updated (backup: {w.backup})" if w.changed and w.backup else "created" if w.changed else "unchanged"
+        print(f"{w.path}: {state}")
+
+
+def _custom_store(settings):
+    """The store path when it is not the default one (then hooks and server must be told)."""
+    from .config import default_data_dir
+
+    return None if settings.path == default_data_dir().expanduser().resolve() else settings.path
+
+
+def _ingest_command(args: argparse.Namespace) -> None:
+    from .capture.ingest import run_ingester
+
+    overrides = {"path": args.store} if args.store else {}
+    settings = _settings_or_exit(preload=False, **overrides)
+    import logging
+
+    logging.basicConfig(
+        stream=sys.stderr, level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    stored = run_ingester(settings)
+    logging.getLogger(__name__).info("ingested %d captured memories", stored)
+
+
 def _serve_command(args: argparse.Namespace) -> None:
     from .runtime.shutdown import serve_then_exit
 
@@ -105,6 +198,7 @@ def _serve_command(args: argparse.Namespace) -> None:
 
 def _doctor_command(args: argparse.Namespace) -> None:
     import json
+    import logging
 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if args.path is None:
@@ -140,6 +234,8 @@ def serve() -> None:
         raise SystemExit(2) from None
 
     # stdout carries the protocol: every log line goes to stderr.
+    import logging
+
     logging.basicConfig(
         stream=sys.stderr,
         level=settings.log_level,
@@ -185,6 +281,8 @@ def _serve_with_fast_handshake(settings) -> None:
     try:
         handover = serve_until_ready(wire_in, wire_out, cache, ready)
     except OSError as exc:  # the client went away mid-handshake
+        import logging
+
         logging.getLogger(__name__).info("client closed the connection: %s", exc)
         return
     if "error" in loaded:

@@ -137,6 +137,18 @@ class Settings(BaseSettings):
         10, ge=0, le=100, description="Pinned memories recall puts first, at most (0 = none)."
     )
 
+    capture_ingest: bool = Field(
+        True,
+        description="Store what client hooks captured (`spatial-memory setup-hooks`) within a second of the hook; "
+        "with no server running, a hook starts `spatial-memory ingest` itself. False: the spool waits for "
+        "`spatial-memory ingest`.",
+    )
+    capture_namespace: str | None = Field(
+        None,
+        description="The namespace hooks capture into (default: project-<the git repository's directory name>); "
+        "hooks read it from the environment.",
+    )
+
     export_dirs: list[Path] = Field(
         default_factory=list, description="Directories export_memories may write to (default: <path>/exports)."
     )

@@ -255,6 +255,7 @@ def test_every_tool_succeeds_through_the_typescript_client(node, tmp_path):
         {"call": "unrelate", "arguments": {"source_id": "$0.ids.5", "target_id": "$0.ids.6"}},  # 45
         {"call": "relate", "arguments": {"source_id": "$0.ids.3", "target_id": "$0.ids.6", "relation": "caused"}},  # 46
         {"call": "recall", "arguments": {"query": "Billing moved to MySQL 8.", "namespace": NS, "expand": 3}},  # 47
+        {"call": "setup_hooks", "arguments": {"client": "cursor", "scope": "project"}},  # 48
     ]
     with TsClient(node, server_spec(store, **exchange_env(exchange)), tmp_path / "driver.log") as client:
         listed = {t["name"] for t in client.tools}
@@ -317,6 +318,7 @@ def test_every_tool_succeeds_through_the_typescript_client(node, tmp_path):
     assert {"from_id": batch["ids"][3], "via": "relation:caused"} in [
         step for m in data[47]["expanded"] for step in m["path"]
     ] or batch["ids"][6] in {m["id"] for m in data[47]["memories"]}
+    assert data[48]["hooks_file"] == "<project>/.cursor/hooks.json" and data[48]["hooks"]["version"] == 1
 
 
 # ---- 2. typed errors ------------------------------------------------------------------------

@@ -65,6 +65,18 @@ class App:
         self.health = HealthService(self.resources)
 
 
+def _capture_ingester(app: App):
+    """Store what client hooks spool (capture/), within a second of their writing it."""
+    if not app.resources.settings.capture_ingest:
+        return None
+    from ..capture.context_server import ContextServer
+    from ..capture.ingest import SpoolIngester
+
+    ingester = SpoolIngester(app, ContextServer(app))
+    ingester.start()
+    return ingester
+
+
 def create_server(
     settings: Settings, *, embedder: Embedder | None = None, clock: Callable[[], datetime] | None = None
 ) -> SpatialMemoryMCPServer:
@@ -76,6 +88,7 @@ def create_server(
         resources = Resources(settings, embedder, clock)
         app = server.app = App(resources)
         resources.upkeep.start()
+        capture = _capture_ingester(app)
         if settings.preload:
             threading.Thread(target=resources.warm_up, name="spatial-memory-warm-up", daemon=True).start()
         try:
@@ -84,6 +97,8 @@ def create_server(
             # Shielded: on SIGINT/SIGTERM the whole run is cancelled, and the drain must still
             # happen (running writes finish, pending access counts are written).
             with anyio.CancelScope(shield=True):
+                if capture is not None:
+                    await anyio.to_thread.run_sync(capture.stop, settings.lock_timeout_seconds)
                 await anyio.to_thread.run_sync(resources.close, settings.lock_timeout_seconds)
 
     server = SpatialMemoryMCPServer(

@@ -567,6 +567,42 @@ class ImportResult(BaseModel):
     )
 
 
+class SetupHooksResult(BaseModel):
+    """setup_hooks: the configuration that makes a client capture memories (nothing is written)."""
+
+    client: str
+    scope: str
+    hooks_file: str
+    hooks: dict[str, Any] = Field(description="To merge into hooks_file.")
+    mcp_file: str
+    mcp_server: dict[str, Any] = Field(description='mcp_file\'s mcpServers["spatial-memory"].')
+    write_command: str = Field(description="Merges both into the files, backups first.")
+
+    @classmethod
+    def of(cls, setup: Any) -> SetupHooksResult:
+        flags = f"--client {setup.client} --{setup.scope} --write"
+        return cls(
+            client=setup.client,
+            scope=setup.scope,
+            hooks_file=str(setup.hooks_file),
+            hooks=setup.hooks,
+            mcp_file=str(setup.mcp_file),
+            mcp_server=setup.mcp_server,
+            write_command=f"spatial-memory setup-hooks {flags}",
+        )
+
+    def render(self) -> str:
+        """The result as the command line shows it."""
+        import json
+
+        return (
+            f"# {self.client} hooks ({self.scope}): merge into {self.hooks_file}\n"
+            f"{json.dumps(self.hooks, indent=2)}\n\n"
+            f'# MCP server: {self.mcp_file}, under "mcpServers"\n'
+            f"{json.dumps({'spatial-memory': self.mcp_server}, indent=2)}"
+        )
+
+
 # ---- connections ----------------------------------------------------------------------------
 
 

@@ -20,11 +20,11 @@ if TYPE_CHECKING:
 
 def build_tools(settings: Settings) -> list[Tool]:
     """Every tool of a server with these settings, in the order clients list them."""
-    from . import connections, lifecycle, memory, namespaces, portability, search, spatial
+    from . import capture, connections, lifecycle, memory, namespaces, portability, search, spatial
     from .arguments import build_arguments
 
     arguments = build_arguments(settings)
     tools = ToolSet()
-    for area in (memory, search, spatial, lifecycle, namespaces, portability, connections):
+    for area in (memory, search, spatial, lifecycle, namespaces, portability, connections, capture):
         area.register(tools, arguments)
     return tools.tools

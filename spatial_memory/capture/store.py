@@ -1,0 +1,110 @@
+"""Captured memories into the store: the one place that turns spool records into memories.
+
+Records keep the ids the hook gave them, and ids already stored are skipped, so a claim retried
+after a crash between the commit and the deletion of its file stores nothing twice. Captures
+are conversation memories (memory_type "conversation", so they expire after
+conversation_ttl_days unless pinned; session_id, sequence, speaker, occurred_at) with provenance
+via "hook" naming the client, its version and its session.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any
+
+from ..errors import ValidationError
+
+log = logging.getLogger(__name__)
+
+
+def new_memory(record: dict[str, Any]):
+    """The NewMemory a spool record asks for."""
+    from ..storage.records import Conversation, NewMemory
+
+    occurred = record.get("occurred_at")
+    try:
+        occurred_at = datetime.fromisoformat(occurred.replace("Z", "+00:00")) if isinstance(occurred, str) else None
+    except ValueError:
+        occurred_at = None
+    return NewMemory(
+        content=record["content"],
+        namespace=record["namespace"],
+        tags=list(record.get("tags") or []),
+        importance=float(record.get("importance", 0.5)),
+        metadata=dict(record.get("metadata") or {}),
+        conversation=Conversation(
+            session_id=record.get("session_id"),
+            sequence=record.get("sequence"),
+            speaker=record.get("speaker"),
+            occurred_at=occurred_at,
+        ),
+        memory_type=MEMORY_TYPE,
+    )
+
+
+def provenance(record: dict[str, Any]):
+    from ..storage.records import Provenance
+
+    text = lambda key: record[key] if isinstance(record.get(key), str) else None  # noqa: E731
+    return Provenance(
+        via=VIA, client=text("client"), client_version=text("client_version"), session_id=text("session_id")
+    )
+
+
+def store_captured(app: Any, records: list[dict[str, Any]]) -> int:
+    """Store the spool records not stored yet, in one commit; returns how many were new.
+    Records that are not valid memories are dropped (logged by id, never by content)."""
+    records = list({r["id"]: r for r in records if _well_formed(r)}.values())
+    if not records:
+        return 0
+    store = app.resources.store()
+    known = {r.id for r in store.get_many([r["id"] for r in records])}
+    records = [r for r in records if r["id"] not in known]
+    if not records:
+        return 0
+    built = _build(app, records)
+    if not built:
+        return 0
+    with store.exclusive():  # nothing lands between the check and the write
+        known = {r.id for r in store.get_many([r.id for r in built])}
+        built = [r for r in built if r.id not in known]
+        if built:
+            app.memory.store_records(built)
+    return len(built)
+
+
+def _build(app: Any, records: list[dict[str, Any]]) -> list:
+    """Validated, embedded MemoryRecords carrying the spool ids (one embedding call)."""
+    memory = app.memory
+    items = [new_memory(r) for r in records]
+    try:
+        built = memory.build_records(items, source=SOURCE)
+        kept = records
+    except ValidationError:
+        built, kept = [], []
+        for record, item in zip(records, items):
+            try:
+                built += memory.build_records([item], source=SOURCE)
+                kept.append(record)
+            except ValidationError as exc:
+                log.warning("dropping captured memory %s: %s", record["id"], exc.message)
+    for memory_record, record in zip(built, kept, strict=True):
+        memory_record.id = record["id"]
+        memory_record.provenance = provenance(record)  # one embedding call for the batch, origins per record
+    return built
+
+
+# Captures are statements found in a session, as extract finds them in a text.
+SOURCE = "extracted"
+MEMORY_TYPE = "conversation"
+VIA = "hook"
+
+
+def _well_formed(record: Any) -> bool:
+    return (
+        isinstance(record, dict)
+        and isinstance(record.get("id"), str)
+        and isinstance(record.get("content"), str)
+        and isinstance(record.get("namespace"), str)
+    )

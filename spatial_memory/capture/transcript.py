@@ -1,0 +1,75 @@
+"""The conversation text added to a session's transcript since the last capture.
+
+Claude Code's transcript (`transcript_path`) is JSONL, one entry per line: `{"type": "user" |
+"assistant", "message": {"role": ..., "content": "..." | [{"type": "text", "text": ...},
+{"type": "tool_use", ...}, {"type": "tool_result", ...}]}, "uuid": ..., "timestamp": ...}`,
+plus bookkeeping entries (summaries, meta messages) that are skipped. Cursor's transcript, when
+it gives one, is read the same way (entries with `role` and `content`/`text`). Only complete
+lines are read, from the byte offset where the last capture stopped, so every message is seen
+once even while the client is still writing.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from typing import Any
+
+MAX_READ_BYTES = 4 << 20  # one hook reads at most this much; the next one goes on from there
+# Messages the client writes on the user's behalf (slash commands, their output, reminders).
+_MACHINE_PREFIXES = ("<command-", "<local-command", "<system-reminder", "Caveat:", "[Request interrupted")
+
+
+class Message(NamedTuple):
+    speaker: str  # "user" or "assistant"
+    text: str
+    ref: str | None  # the entry's uuid
+    timestamp: str | None
+
+
+def read_since(path: str, offset: int) -> tuple[list[Message], int]:
+    """Messages after byte `offset` of the transcript, and the offset to continue from."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            chunk = handle.read(MAX_READ_BYTES)
+    except OSError:
+        return [], offset
+    end = chunk.rfind(b"\n") + 1  # complete lines only
+    messages = []
+    for line in chunk[:end].splitlines():
+        try:
+            entry = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            continue
+        message = _message(entry) if isinstance(entry, dict) else None
+        if message is not None:
+            messages.append(message)
+    return messages, offset + end
+
+
+def _message(entry: dict[str, Any]) -> Message | None:
+    if entry.get("isMeta") or entry.get("isSidechain") or entry.get("isCompactSummary"):
+        return None
+    body = entry.get("message") if isinstance(entry.get("message"), dict) else entry
+    role = body.get("role") or entry.get("type")
+    if role not in ("user", "assistant"):
+        return None
+    text = _text_of(body.get("content", body.get("text")))
+    if not text or text.lstrip().startswith(_MACHINE_PREFIXES):
+        return None
+    ref = entry.get("uuid") or entry.get("id")
+    stamp = entry.get("timestamp")
+    return Message(role, text, str(ref) if ref else None, stamp if isinstance(stamp, str) else None)
+
+
+def _text_of(content: Any) -> str:
+    """The prose of a message: text blocks only (tool calls and results are captured by their hooks)."""
+    if isinstance(content, str):
+        return content.strip()
+    if isinstance(content, list):
+        parts = [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+        return "\n\n".join(p.strip() for p in parts if isinstance(p, str) and p.strip())
+    return ""

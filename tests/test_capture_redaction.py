@@ -1,0 +1,86 @@
+"""The secret patterns capture redacts before anything is spooled: one secret each pattern must
+catch, and text that must come through unchanged."""
+
+from __future__ import annotations
+
+import pytest
+
+from spatial_memory.capture.redaction import kinds, redact, redact_value
+
+# (text with a secret, the secret itself): the secret must be gone, the rest mostly kept.
+SECRETS = [
+    ("aws key AKIAIOSFODNN7EXAMPLE in the log", "AKIAIOSFODNN7EXAMPLE"),
+    ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+    ("token ghp_" + "a1B2" * 9, "ghp_" + "a1B2" * 9),
+    ("github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz", "github_pat_11ABCDEFG0123456789_abcdefghijklmnop"),
+    ("gitlab glpat-abcdefghij0123456789 here", "glpat-abcdefghij0123456789"),
+    ("slack xoxb-123456789012-abcdefghijkl", "xoxb-123456789012-abcdefghijkl"),
+    ("hook https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXXXXXXXXXXXXXX", "XXXXXXXXXXXXXXXXXXXXXXXX"),
+    ("stripe sk_live_4eC39HqLyjWDarjtT1zdp7dc", "sk_live_4eC39HqLyjWDarjtT1zdp7dc"),
+    ("OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz0123456789", "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789"),
+    ("key sk-abcdefghijklmnopqrstuvwxyz012345 used", "sk-abcdefghijklmnopqrstuvwxyz012345"),
+    ("anthropic sk-ant-api03-abcdefghijklmnopqrstuvwxyz-0123456789", "sk-ant-api03-abcdefghijklmnopqrstuvwxyz"),
+    ("google AIzaSyA1234567890abcdefghijklmnopqrstuv", "AIzaSyA1234567890abcdefghijklmnopqrstuv"),
+    ("npm npm_abcdefghijklmnopqrstuvwxyz0123456789", "npm_abcdefghijklmnopqrstuvwxyz0123456789"),
+    (
+        "jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    ),
+    ("curl -H 'Authorization: Bearer abcdef0123456789abcdef'", "abcdef0123456789abcdef"),
+    ("Authorization: Basic dXNlcjpwYXNzd29yZA==", "dXNlcjpwYXNzd29yZA=="),
+    ("password=hunter2secret", "hunter2secret"),
+    ("DB_PASSWORD: 'correct-horse-battery'", "correct-horse-battery"),
+    ('{"client_secret": "s3cr3t-value-123"}', "s3cr3t-value-123"),
+    ("export GITHUB_TOKEN=abc123def456", "abc123def456"),
+    ("mysql --password=Sup3rSecret -u root", "Sup3rSecret"),
+    ("postgresql://billing:hunter2secret@db.internal:5432/billing", "hunter2secret"),
+    ("mongodb+srv://admin:p%40ss@cluster0.example.net/test", "p%40ss"),
+    ("redis://:s3cretredis@cache:6379/0", "s3cretredis"),
+    ("Server=db;Database=app;User Id=sa;Password=Pa55w0rd!;", "Pa55w0rd!"),
+    (
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7Vx\nabcdef\n-----END RSA PRIVATE KEY-----",
+        "MIIEowIBAAKCAQEA7Vx",
+    ),
+    ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA (cut off)", "b3BlbnNzaC1rZXktdjEAAAAA"),
+]
+
+HARMLESS = [
+    "We decided to use PostgreSQL 16 for the billing service.",
+    "pytest -q tests/test_signup.py passed: 4 passed in 0.52s",
+    "The token was rotated last week; the password policy needs 12 characters.",
+    "https://docs.sqlalchemy.org/en/20/core/constraints.html",
+    "git commit -am 'Enforce unique user emails'",
+    "Edited app/views/signup.py: now `from flask import request`",
+    "ssh user@example.com",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), SECRETS, ids=[s[0][:24] for s in SECRETS])
+def test_every_pattern_removes_its_secret(text: str, secret: str) -> None:
+    redacted = redact(text)
+    assert secret not in redacted
+    assert "[REDACTED:" in redacted
+
+
+@pytest.mark.parametrize("text", HARMLESS)
+def test_text_without_secrets_is_unchanged(text: str) -> None:
+    assert redact(text) == text
+
+
+def test_labels_stay_and_redacting_twice_changes_nothing() -> None:
+    once = redact("password=hunter2secret and postgresql://u:pw12345@h/db")
+    assert once.startswith("password=[REDACTED:") and "postgresql://u:[REDACTED:" in once
+    assert redact(once) == once
+
+
+def test_nested_values_are_redacted() -> None:
+    value = {"command": "export TOKEN=abcdef123456", "list": ["password=hunter2secret", 3], "n": None}
+    redacted = redact_value(value)
+    assert "abcdef123456" not in str(redacted) and "hunter2secret" not in str(redacted)
+    assert redacted["n"] is None and redacted["list"][1] == 3
+
+
+def test_the_pattern_list_covers_the_kinds_asked_for() -> None:
+    wanted = {"aws-access-key", "github-token", "gitlab-token", "slack-token", "stripe-key", "openai-key"}
+    wanted |= {"anthropic-key", "jwt", "bearer", "assignment", "private-key", "url-password", "connection-password"}
+    assert wanted <= set(kinds())
