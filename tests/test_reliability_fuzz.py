@@ -162,8 +162,9 @@ def beyond_schema(draw, tool) -> dict:
 # ---- the in-memory session --------------------------------------------------------------------
 
 COUNT_CHANGE = {
-    "remember": lambda r: 1,
-    "remember_batch": lambda r: r["count"],
+    # A skipped duplicate stores nothing; superseded memories leave the current ones.
+    "remember": lambda r: (1 if r.get("stored", True) else 0) - len(r.get("superseded", [])),
+    "remember_batch": lambda r: r["count"] - len(r.get("superseded", [])),
     "forget": lambda r: -r["deleted"],
     "forget_batch": lambda r: -r["deleted"],
     "delete_namespace": lambda r: 0 if r["dry_run"] else -r["memories_deleted"],
@@ -171,7 +172,7 @@ COUNT_CHANGE = {
     "consolidate": lambda r: 0 if r["dry_run"] else -r["memories_deleted"],
     "import_memories": lambda r: r["memories_imported"],
 }
-KEEPS_COUNT = {"rename_namespace", "decay", "reinforce", "export_memories"}
+KEEPS_COUNT = {"rename_namespace", "decay", "reinforce", "export_memories", "update_memory", "relate", "unrelate"}
 
 
 class Session:
