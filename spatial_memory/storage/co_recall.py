@@ -57,24 +57,7 @@ class CoRecall:
     """MemoryStore's co-recall links."""
 
     def _co_recall_table(self, *, create: bool = False):
-        db = self._db
-        cached = getattr(self, "_co_recall_handle", None)
-        if cached is not None and cached[0] is db:
-            return cached[1]
-        try:
-            if CO_RECALL_TABLE in db.list_tables().tables:
-                table = db.open_table(CO_RECALL_TABLE)
-            elif create:
-                try:
-                    table = db.create_table(CO_RECALL_TABLE, schema=CO_RECALL_SCHEMA)
-                except (ValueError, OSError):
-                    table = db.open_table(CO_RECALL_TABLE)
-            else:
-                return None
-        except Exception as exc:  # noqa: BLE001 - surfaced typed
-            raise StorageError(f"cannot open the co-recall table: {exc}") from exc
-        self._co_recall_handle = (db, table)
-        return table
+        return self._side_table(CO_RECALL_TABLE, lambda: CO_RECALL_SCHEMA, create=create)
 
     def _co_recall_rows(self) -> dict[tuple[str, str], tuple[float, int, datetime]]:
         """Every link as stored (strength at its last update), read once per table version."""

@@ -60,24 +60,7 @@ class VersionHistory:
 
     def _history(self, *, create: bool = False):
         """The history table (None when it does not exist yet and `create` is False)."""
-        db = self._db
-        cached = getattr(self, "_history_handle", None)
-        if cached is not None and cached[0] is db:
-            return cached[1]
-        try:
-            if HISTORY_TABLE in db.list_tables().tables:
-                table = db.open_table(HISTORY_TABLE)
-            elif create:
-                try:
-                    table = db.create_table(HISTORY_TABLE, schema=history_schema(self.model_id, self.dim))
-                except (ValueError, OSError):  # another process created it meanwhile
-                    table = db.open_table(HISTORY_TABLE)
-            else:
-                return None
-        except Exception as exc:  # noqa: BLE001 - surfaced typed
-            raise StorageError(f"cannot open the memory history: {exc}") from exc
-        self._history_handle = (db, table)
-        return table
+        return self._side_table(HISTORY_TABLE, lambda: history_schema(self.model_id, self.dim), create=create)
 
     def _retire(self, states: Sequence[RetiredState], max_versions: int) -> None:
         """Write retired states (under the write lock), keeping at most `max_versions` versions per

@@ -114,24 +114,7 @@ class Relations:
 
     def _relations_table(self, *, create: bool = False):
         """The relations table (None when it does not exist yet and `create` is False)."""
-        db = self._db
-        cached = getattr(self, "_relations_handle", None)
-        if cached is not None and cached[0] is db:
-            return cached[1]
-        try:
-            if RELATIONS_TABLE in db.list_tables().tables:
-                table = db.open_table(RELATIONS_TABLE)
-            elif create:
-                try:
-                    table = db.create_table(RELATIONS_TABLE, schema=RELATIONS_SCHEMA)
-                except (ValueError, OSError):  # another process created it meanwhile
-                    table = db.open_table(RELATIONS_TABLE)
-            else:
-                return None
-        except Exception as exc:  # noqa: BLE001 - surfaced typed
-            raise StorageError(f"cannot open the relations table: {exc}") from exc
-        self._relations_handle = (db, table)
-        return table
+        return self._side_table(RELATIONS_TABLE, lambda: RELATIONS_SCHEMA, create=create)
 
     def relation_graph(self) -> RelationGraph:
         """Every stored relation (both ends not checked: see `relations_of`), read once per version."""

@@ -32,7 +32,7 @@ from ..errors import ConfigurationError, SpatialMemoryError, StorageError
 from .access_ledger import ACCESS_COLUMNS, AccessCounts, AccessLedger
 from .candidates import CandidateSearch
 from .co_recall import CoRecall
-from .connection import LARGE_INDEX_CACHE_BYTES, SMALL_INDEX_CACHE_BYTES, connect
+from .connection import LARGE_INDEX_CACHE_BYTES, SMALL_INDEX_CACHE_BYTES, SideTables, connect
 from .exact_index import ExactIndex, ExactSearch, Written
 from .filters import (
     MAX_LIST_VALUES,
@@ -100,7 +100,15 @@ def expiry_seconds(record: MemoryRecord) -> float:
 
 
 class MemoryStore(
-    ExactSearch, CandidateSearch, AccessCounts, Maintenance, FullTextSearch, VersionHistory, Relations, CoRecall
+    ExactSearch,
+    CandidateSearch,
+    AccessCounts,
+    Maintenance,
+    FullTextSearch,
+    VersionHistory,
+    Relations,
+    CoRecall,
+    SideTables,
 ):
     def __init__(
         self,
