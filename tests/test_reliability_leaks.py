@@ -41,6 +41,9 @@ def test_fds_and_rss_stay_flat_over_mixed_calls(tmp_path):
         assert server.close() == 0
     summary = summarize(samples, warm_up)
     print(f"\n{calls} mixed calls: {samples}\n{summary}")
-    # Before the fix every compaction left two index files open for good (about 800 after 10,000 calls).
-    assert summary["fds_max_after_warm_up"] <= summary["fds_after_warm_up"] + 4, samples
+    # Before the fix every compaction left two index files open for good (about 800 after 10,000 calls):
+    # a leak stays open to the end. Background work (a compaction or index build running for more
+    # than the settling half second, the side tables opened once) may hold a few more for a while.
+    assert summary["fds_end"] <= summary["fds_after_warm_up"] + 4, samples
+    assert summary["fds_max_after_warm_up"] <= summary["fds_after_warm_up"] + 8, samples
     assert summary["rss_growth_after_warm_up_mb"] < 60, samples
