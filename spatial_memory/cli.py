@@ -155,9 +155,11 @@ def _setup_hooks_command(args: argparse.Namespace) -> None:
     setup = plan(
         args.client, args.scope, project=project_root(Path.cwd()), home=Path.home(), store=_custom_store(settings)
     )
-    print(SetupHooksResult.of(setup).render())
+    # This command talks to a person in a terminal, not to an MCP client: stdout is theirs.
+    result = SetupHooksResult.of(setup)
+    print(result.render())
     if not args.write:
-        print(f"\nNothing was written. To merge this into the files above: {SetupHooksResult.of(setup).write_command}")
+        print(f"\nNothing was written. To merge this into the files above: {result.write_command}")
         return
     try:
         written = write(setup)

@@ -41,6 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ValidationError
+from ..storage.schema import ADDED_COLUMNS, HISTORY_COLUMNS
 
 FORMAT_NAME = "spatial-memory-mcp"
 FORMAT_VERSION = 1
@@ -58,23 +59,13 @@ COLUMNS = [
     "updated_at",
     "last_accessed",
     "access_count",
-    "session_id",
-    "sequence",
-    "speaker",
-    "occurred_at",
-    "memory_type",
-    "expires_at",
-    "pinned",
-    "version",
-    "provenance",
-    "valid_until",
-    "retired_by",
-    "superseded_by",
+    *(f.name for f in ADDED_COLUMNS),  # ours: the columns the store gained after the reference's
+    *(f.name for f in HISTORY_COLUMNS if f.name != "version_key"),
     "relations",
 ]
 # A row with valid_until set is a retired version of the memory with its id (a state replaced by
 # update_memory, or closed by the memory superseded_by names): it goes back into the history.
-HISTORY_FIELDS = ("valid_until", "retired_by", "superseded_by")
+HISTORY_FIELDS = tuple(f.name for f in HISTORY_COLUMNS if f.name != "version_key")
 TIMESTAMPS = ("created_at", "updated_at", "last_accessed")
 META = "spatial_memory."
 MAX_SHOWN_VALUE = 100

@@ -41,8 +41,13 @@ class RevisionService(Service):
             raise ValidationError(f"at most {self._settings.max_batch_size} ids per call")
         store = self._r.store()
         current = {r.id: r for r in store.get_many(ids)}
-        closed = store.closed([i for i in ids if i not in current and is_uuid(i)])
-        counts = store.version_counts([*current, *closed])
+        counts: dict[str, int] = {}
+        closed: dict[str, RetiredState] = {}  # memories a successor closed: their last state
+        for state in store.retired([i for i in ids if is_uuid(i)]):  # newest version first
+            memory_id = state.record.id
+            counts[memory_id] = counts.get(memory_id, 0) + 1
+            if memory_id not in current and state.superseded_by:
+                closed.setdefault(memory_id, state)
         links: dict[str, list[RelationItem]] = {}
         for r in store.relations_of(list(current)):
             for end in dict.fromkeys((r.source_id, r.target_id)):
@@ -134,7 +139,7 @@ class RevisionService(Service):
         """A memory's versions, newest first: the current one (if any), then the retired ones."""
         store = self._r.store()
         current = store.get(memory_id)
-        retired = store.versions(memory_id)
+        retired = store.retired([memory_id])
         if current is None and not retired:
             raise MemoryNotFoundError(f"Memory not found: {memory_id[:64]}. Use recall to find memory ids.")
         versions = ([_version(current, None)] if current is not None else []) + [

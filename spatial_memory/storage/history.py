@@ -151,30 +151,16 @@ class VersionHistory:
                 found[memory_id] = max(found.get(memory_id, 0), int(version or 1))
         return found
 
-    def versions(self, memory_id: str) -> list[RetiredState]:
-        """The retired states of one memory, newest first."""
-        states = self._real(self._history_rows(build_filter(ids=[memory_id]).sql))
-        return sorted(states, key=lambda s: s.record.version, reverse=True)
-
-    def closed(self, ids: Sequence[str]) -> dict[str, RetiredState]:
-        """For ids with no current row that a successor closed: their last state."""
+    def retired(self, ids: Sequence[str]) -> list[RetiredState]:
+        """The retired states of these memories (one read of the history), newest version first."""
         wanted = list(dict.fromkeys(ids))
         if not wanted:
-            return {}
-        found: dict[str, RetiredState] = {}
-        for state in self._real(self._history_rows(build_filter(ids=wanted).sql)):
-            if state.superseded_by and (
-                state.record.id not in found or found[state.record.id].record.version < state.record.version
-            ):
-                found[state.record.id] = state
-        return found
-
-    def version_counts(self, ids: Sequence[str]) -> dict[str, int]:
-        """Retired versions kept per memory id."""
-        counts: dict[str, int] = {}
-        for state in self._real(self._history_rows(build_filter(ids=list(dict.fromkeys(ids))).sql)):
-            counts[state.record.id] = counts.get(state.record.id, 0) + 1
-        return counts
+            return []
+        states: list[RetiredState] = []
+        for start in range(0, len(wanted), MAX_LIST_VALUES):
+            where = build_filter(ids=wanted[start : start + MAX_LIST_VALUES]).sql
+            states += self._real(self._history_rows(where))
+        return sorted(states, key=lambda s: s.record.version, reverse=True)
 
     def states_at(self, flt: Filter, moment: datetime) -> list[MemoryRecord]:
         """Retired states that were current at `moment` and match the filter, with vectors."""

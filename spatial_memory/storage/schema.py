@@ -16,28 +16,6 @@ from .records import DEFAULT_MEMORY_TYPE, Conversation, MemoryRecord, Provenance
 TABLE_NAME = "memories"
 MODEL_KEY = b"spatial_memory.embedding_model"
 DIM_KEY = b"spatial_memory.embedding_dim"
-SUMMARY_COLUMNS = [
-    "id",
-    "content",
-    "namespace",
-    "tags",
-    "importance",
-    "source",
-    "metadata",
-    "created_at",
-    "updated_at",
-    "last_accessed",
-    "access_count",
-    "session_id",
-    "sequence",
-    "speaker",
-    "occurred_at",
-    "memory_type",
-    "expires_at",
-    "pinned",
-    "version",
-    "provenance",
-]
 TS = pa.timestamp("us", tz="UTC")
 # Columns added after release 0.1.0: nullable, so a store written before them gains them, all
 # null, in one commit when it is opened (MemoryStore._migrate).
@@ -52,6 +30,21 @@ ADDED_COLUMNS = [
     pa.field("pinned", pa.bool_(), nullable=True),
     pa.field("version", pa.int64(), nullable=True),
     pa.field("provenance", pa.string(), nullable=True),
+]
+# What reads return of a memory: every column but its vector.
+SUMMARY_COLUMNS = [
+    "id",
+    "content",
+    "namespace",
+    "tags",
+    "importance",
+    "source",
+    "metadata",
+    "created_at",
+    "updated_at",
+    "last_accessed",
+    "access_count",
+    *(f.name for f in ADDED_COLUMNS),
 ]
 
 # The history table: one row per state a memory left behind - replaced by update_memory, or
