@@ -197,6 +197,9 @@ async def test_cached_answers_depend_only_on_the_fingerprinted_settings(tmp_path
     assert fingerprint(plain) == fingerprint(unrelated)
     assert await answers(plain) != await answers(limits)
     assert fingerprint(plain) != fingerprint(limits)
+    profile = Settings(path=tmp_path / "d", preload=False, tools="core")  # the listed tools and the instructions
+    assert await answers(plain) != await answers(profile)
+    assert fingerprint(plain) != fingerprint(profile)
 
 
 def test_the_fingerprint_covers_every_module_of_the_package():
