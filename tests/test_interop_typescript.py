@@ -495,7 +495,7 @@ def test_advertised_resources_and_prompts_work(node, tmp_path):
     with TsClient(node, server_spec(store, SPATIAL_MEMORY_TOOLS="core"), tmp_path / "driver.log") as client:
         capabilities = client.connected["capabilities"]
         assert "tools" in capabilities, capabilities
-        assert [t["name"] for t in client.connected["tools"]] == list(CORE)
+        assert [t["name"] for t in client.tools] == list(CORE)
         assert set(re.findall(r"`(\w+)`", client.connected["instructions"])) <= set(CORE)
         outside = client.step({"call": "stats", "arguments": {}})
         assert outside["ok"] and outside["result"]["isError"], outside

@@ -38,6 +38,7 @@ def test_the_catalogue_names_every_registered_tool_in_order(tmp_path):
 
     tools = build_tools(Settings(path=tmp_path, preload=False))
     assert tuple(t.name for t in tools) == TOOL_NAMES
+    assert list(CORE) == [name for name in TOOL_NAMES if name in CORE]  # listed in this order
     assert [t.name for t in tools if t.annotations.read_only_hint] == READ_ONLY
 
 

@@ -45,7 +45,8 @@ TOOL_NAMES = (
 )
 # Everyday memory: store (one fact, or a session's worth in one all-or-nothing call), find,
 # correct, delete, and see which namespaces exist. README "Tool profiles" says why these.
-CORE = ("remember", "remember_batch", "recall", "update_memory", "forget", "namespaces")
+# In catalogue order, the order clients list them.
+CORE = ("remember", "remember_batch", "update_memory", "forget", "recall", "namespaces")
 # The tools annotated readOnlyHint (resolved from the annotations when the tools are built).
 READONLY = "readonly"
 PROFILES = ("all", "core", READONLY)
