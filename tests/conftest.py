@@ -84,12 +84,35 @@ def fake_embedder() -> HashEmbedder:
 
 
 @pytest.fixture(scope="session")
-def real_embedder():
+def bundled_model(tmp_path_factory):
+    """The bundled model loaded in this process, and the directory of its ONNX graph: built once
+    per session. (router, models directory)"""
     from spatial_memory.embeddings import EmbeddingRouter
 
-    router = EmbeddingRouter(cache_dir=Path(__import__("tempfile").mkdtemp()) / "models")
+    models = tmp_path_factory.mktemp("onnx") / "models"
+    router = EmbeddingRouter(cache_dir=models)
     router.load()
-    return router
+    return router, models
+
+
+@pytest.fixture(scope="session")
+def real_embedder(bundled_model):
+    return bundled_model[0]
+
+
+@pytest.fixture(scope="session")
+def bundled_models(bundled_model) -> Path:
+    """The once-built ONNX graph that server processes load (reliability.new_store links a store to it)."""
+    return bundled_model[1]
+
+
+@pytest.fixture(scope="session")
+def cached_embedder(real_embedder):
+    """The bundled model, each text embedded once per session: the LoCoMo tests store and ask
+    the same turns and questions (test_conversation_recall, test_hybrid, test_recall_exactness)."""
+    from benchmarks.hybrid_locomo import CachedEmbedder
+
+    return CachedEmbedder(real_embedder)
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from .interop.node import NodeTools, TsClient, node_tools, run_scenario
-from .reliability import bundled_models, new_store, server_args, server_env  # noqa: F401
+from .reliability import new_store, server_args, server_env
 
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 NS = "interop"
@@ -435,7 +435,7 @@ def test_degenerate_geometry_still_validates(node, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.model
-def test_first_visualize_reports_progress(node, tmp_path, bundled_models):  # noqa: F811
+def test_first_visualize_reports_progress(node, tmp_path, bundled_models):
     """The first visualize of a fresh server with the bundled model compiles UMAP: the client that
     passed onprogress (so the request carries a progressToken) gets progress notifications with
     increasing progress, and the result validates against the outputSchema."""
