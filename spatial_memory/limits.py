@@ -26,6 +26,7 @@ SCHEMA_SETTINGS = (
     "max_tags",
     "max_tag_length",
     "max_batch_size",
+    "conversation_ttl_days",  # named in memory_type's description
     "tools",
 )
 MAX_COMPLETIONS = 100  # values in one completion/complete answer (the MCP spec's limit)

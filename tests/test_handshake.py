@@ -202,6 +202,25 @@ async def test_cached_answers_depend_only_on_the_fingerprinted_settings(tmp_path
     assert fingerprint(plain) != fingerprint(profile)
 
 
+def test_the_tools_are_built_from_the_fingerprinted_settings_only(tmp_path):
+    """Every setting the tool schemas and the tool selection read is one the cache is keyed by
+    (a description naming a setting's value counts)."""
+    from spatial_memory.limits import SCHEMA_SETTINGS
+    from spatial_memory.tools import build_tools
+
+    class Recorder:
+        def __init__(self, settings: Settings) -> None:
+            self.settings, self.read = settings, set()
+
+        def __getattr__(self, name: str):
+            self.read.add(name)
+            return getattr(self.settings, name)
+
+    recorder = Recorder(Settings(path=tmp_path, preload=False))
+    assert build_tools(recorder)
+    assert recorder.read and recorder.read <= set(SCHEMA_SETTINGS), recorder.read - set(SCHEMA_SETTINGS)
+
+
 def test_the_fingerprint_covers_every_module_of_the_package():
     from spatial_memory.transport.handshake import fingerprint_sources
 
