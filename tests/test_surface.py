@@ -152,3 +152,35 @@ async def test_completion_stops_at_100_values_and_says_there_are_more(client):
     found = (await client.complete(PromptReference(name="review_tag"), {"name": "tag", "value": "T"})).completion
     assert len(found.values) == 100 and found.total == 105 and found.has_more is True
     assert found.values == sorted(found.values)  # as often used: alphabetical
+
+
+def test_names_confined_to_namespaces(tmp_path):
+    """The one method completions use, with the namespace restriction a confined principal gets:
+    nothing named outside those namespaces, neither a namespace nor a tag."""
+    from spatial_memory.config import Settings
+    from spatial_memory.runtime.resources import Resources
+    from spatial_memory.server.app import App
+    from spatial_memory.storage.records import NewMemory
+
+    from .conftest import HashEmbedder
+
+    settings = Settings(path=tmp_path / "store", preload=False)
+    app = App(Resources(settings, HashEmbedder()))
+    try:
+        for content, namespace, tags in [
+            ("a one", "alpha", ["shared", "alpha-only"]),
+            ("a two", "alpha", ["shared"]),
+            ("b one", "beta", ["shared", "beta-only"]),
+            ("g one", "gamma", ["gamma-only"]),
+        ]:
+            app.memory.remember(NewMemory(content, namespace, tags=tags))
+        names = app.vocabulary.names
+        assert names("namespace").values == ["alpha", "beta", "gamma"]
+        assert names("namespace", namespaces={"beta", "alpha", "nowhere"}).values == ["alpha", "beta"]
+        assert names("namespace", "b", namespaces={"alpha"}).values == []
+        assert names("tag", namespaces={"beta", "gamma"}).values == ["beta-only", "gamma-only", "shared"]
+        assert names("tag", "shared", namespaces={"alpha", "beta"}).values == ["shared"]
+        nothing = names("tag", namespaces=set())
+        assert nothing.values == [] and nothing.total == 0 and nothing.has_more is False
+    finally:
+        app.resources.close(settings.lock_timeout_seconds)
