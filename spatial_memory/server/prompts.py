@@ -14,6 +14,7 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
 REVIEW_LIMIT = 50
+OnlyNamespace = Annotated[str | None, Field(description="Only this namespace (default: all).")]
 
 
 def _one_of(tool_names: Collection[str], *preferred: str) -> str | None:
@@ -33,7 +34,7 @@ def register_prompts(server: MCPServer, tool_names: Collection[str]) -> None:
         )
         def recall_for_task(
             task: Annotated[str, Field(description="The task about to be done.")],
-            namespace: Annotated[str | None, Field(description="Only this namespace (default: all).")] = None,
+            namespace: OnlyNamespace = None,
         ) -> str:
             scope = f' with namespace="{namespace}"' if namespace else ""
             exact = (
@@ -56,7 +57,7 @@ def register_prompts(server: MCPServer, tool_names: Collection[str]) -> None:
         )
         def review_tag(
             tag: Annotated[str, Field(description="The tag to review.")],
-            namespace: Annotated[str | None, Field(description="Only this namespace (default: all).")] = None,
+            namespace: OnlyNamespace = None,
         ) -> str:
             scope = f', namespace="{namespace}"' if namespace else ""
             action = (
