@@ -68,6 +68,29 @@ def user_cache_dir(tmp_path_factory: pytest.TempPathFactory):
         os.environ["XDG_CACHE_HOME"] = previous
 
 
+@pytest.fixture(scope="session", autouse=True)
+def tools_built_once_per_schema():
+    """In-process servers share the Tool objects built for the same schema settings: building
+    them (the SDK's pydantic schemas) is ~0.13 s of CPU, paid by hundreds of test servers. Sound
+    because build_tools reads nothing else (test_handshake pins that) and nothing changes a Tool
+    once built; tests that call build_tools itself still build afresh."""
+    import spatial_memory.server.app as app_module
+    from spatial_memory.limits import SCHEMA_SETTINGS
+
+    build = app_module.build_tools
+    built: dict[str, list] = {}
+
+    def build_tools(settings):
+        key = json.dumps([getattr(settings, name) for name in SCHEMA_SETTINGS], default=str)
+        if key not in built:
+            built[key] = build(settings)
+        return list(built[key])
+
+    app_module.build_tools = build_tools
+    yield
+    app_module.build_tools = build
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"

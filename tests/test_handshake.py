@@ -178,11 +178,14 @@ def test_recorder_learns_answers_and_drops_second_answers(tmp_path):
     assert recorder.outgoing('{"jsonrpc":"2.0","id":8,"error":{"code":1,"message":"x"}}\n') is True
 
 
-async def test_cached_answers_depend_only_on_the_fingerprinted_settings(tmp_path):
+async def test_cached_answers_depend_only_on_the_fingerprinted_settings(tmp_path, monkeypatch):
     """The cache is keyed by code, SDK and the settings the tool schemas are built from: any
     other setting must leave every cached answer unchanged, and those settings must change both
     the answers and the fingerprint."""
     from spatial_memory.server.app import create_server
+
+    # Every server builds its own tools here (not the suite's shared ones: conftest.py).
+    monkeypatch.setattr("spatial_memory.server.app.build_tools", build_tools)
 
     async def answers(settings):
         server = create_server(settings, embedder=HashEmbedder())
