@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import urllib.parse
 import urllib.request
 from typing import Any
 
@@ -41,20 +42,29 @@ def _names(value: Any) -> list[str]:
     return []
 
 
+def metadata_urls(issuer: str) -> list[str]:
+    """Where an issuer's metadata may be: RFC 8414 (well-known before the issuer's path), then
+    OpenID Connect discovery (after it)."""
+    parts = urllib.parse.urlsplit(issuer.rstrip("/"))
+    root = f"{parts.scheme}://{parts.netloc}"
+    return [
+        f"{root}/.well-known/oauth-authorization-server{parts.path}",
+        f"{root}/.well-known/openid-configuration{parts.path}",
+        f"{root}{parts.path}/.well-known/openid-configuration",
+    ]
+
+
 def discover_jwks_url(issuer: str) -> str:
-    """jwks_uri from the issuer's metadata (RFC 8414, then OpenID Connect discovery)."""
-    base = issuer.rstrip("/")
-    for path in ("/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"):
+    """jwks_uri from the issuer's metadata."""
+    for url in metadata_urls(issuer):
         try:
-            with urllib.request.urlopen(base + path, timeout=FETCH_TIMEOUT_SECONDS) as response:  # noqa: S310
+            with urllib.request.urlopen(url, timeout=FETCH_TIMEOUT_SECONDS) as response:  # noqa: S310 - https/http only
                 found = json.loads(response.read(1 << 20)).get("jwks_uri")
-        except (OSError, ValueError):
+        except (OSError, ValueError, AttributeError):
             continue
         if isinstance(found, str) and found:
             return found
-    raise ConfigurationError(
-        f"no jwks_uri in the metadata of issuer {issuer}: set SPATIAL_MEMORY_OAUTH_JWKS_URL"
-    )
+    raise ConfigurationError(f"no jwks_uri in the metadata of issuer {issuer}: set SPATIAL_MEMORY_OAUTH_JWKS_URL")
 
 
 class JwtVerifier:

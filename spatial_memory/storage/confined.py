@@ -81,7 +81,9 @@ class ConfinedStore:
         owners: dict[str, str] = {}
         wanted = list(dict.fromkeys(ids))
         for start in range(0, len(wanted), MAX_LIST_VALUES):
-            table = self._store.scan_arrow(["id", "namespace"], build_filter(ids=wanted[start : start + MAX_LIST_VALUES]))
+            table = self._store.scan_arrow(
+                ["id", "namespace"], build_filter(ids=wanted[start : start + MAX_LIST_VALUES])
+            )
             owners.update(zip(table.column("id").to_pylist(), table.column("namespace").to_pylist()))
         return owners
 
@@ -145,10 +147,14 @@ class ConfinedStore:
         return [h for h in self._store.search(vector, limit, self._confine(flt), **options) if self._visible(h.record)]
 
     def as_of_search(self, vector, limit: int, flt: Filter, moment):
-        return [h for h in self._store.as_of_search(vector, limit, self._confine(flt), moment) if self._visible(h.record)]
+        return [
+            h for h in self._store.as_of_search(vector, limit, self._confine(flt), moment) if self._visible(h.record)
+        ]
 
     def fts_search(self, text: str, limit: int, flt: Filter | None = None, **options: Any):
-        return [(r, s) for r, s in self._store.fts_search(text, limit, self._confine(flt), **options) if self._visible(r)]
+        return [
+            (r, s) for r, s in self._store.fts_search(text, limit, self._confine(flt), **options) if self._visible(r)
+        ]
 
     def neighbours(self, windows, flt: Filter | None = None) -> list[MemoryRecord]:
         return self._mine(self._store.neighbours(windows, self._confine(flt)))
@@ -280,4 +286,3 @@ class ConfinedStore:
             return []
         self._writable_ids([source_id, target_id])
         return self._store.unrelate(source_id, target_id, relation)
-

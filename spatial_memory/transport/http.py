@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import signal
 import sys
 
 from ..config import Settings
@@ -50,8 +51,9 @@ def build_app(settings: Settings, **server_options):
     return server.streamable_http_app(stateless_http=not settings.http_sessions, host=settings.host)
 
 
-def serve_http(settings: Settings) -> None:
-    """Serve until SIGTERM/SIGINT (uvicorn's graceful shutdown ends the lifespan, which drains)."""
+def serve_http(settings: Settings, **server_options) -> None:
+    """Serve until SIGTERM/SIGINT (uvicorn's graceful shutdown ends the lifespan, which drains);
+    `server_options` go to create_server (tests: a fake embedder)."""
     problem = refusal(settings)
     if problem is not None:
         sys.stderr.write(f"spatial-memory-mcp: {problem}\n")
@@ -61,7 +63,7 @@ def serve_http(settings: Settings) -> None:
     from ..errors import ConfigurationError
 
     try:
-        app = build_app(settings)
+        app = build_app(settings, **server_options)
     except ConfigurationError as exc:
         sys.stderr.write(f"spatial-memory-mcp: {exc.message}\n")
         raise SystemExit(2) from None
@@ -69,4 +71,8 @@ def serve_http(settings: Settings) -> None:
     log.info("serving MCP at %s (%s)", settings.resource_url, " and ".join(kinds) or "no authorization, localhost")
     # log_config=None: uvicorn's records go through this process's logging (stderr), access log included.
     config = uvicorn.Config(app, host=settings.host, port=settings.port, log_config=None, lifespan="on")
+    # uvicorn raises the signal that stopped it again once its own handlers are gone, which would kill
+    # the process by that signal: a graceful stop is an ordinary end (exit 0), as on stdio.
+    for stop in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(stop, lambda *_: None)
     uvicorn.Server(config).run()
