@@ -226,7 +226,7 @@ async def victim(team: Team) -> dict[str, Any]:
                 {
                     "memories": [
                         {"content": f"The {MARKER} vault code is {n}{n}{n}", "namespace": "victim", "tags": ["secret"]}
-                        for n in range(4)
+                        for n in range(6)  # enough for regions (2 x min_cluster_size)
                     ]
                 },
             )
@@ -283,6 +283,8 @@ def hostile_calls(ids: list[str], victim_export: str) -> dict[str, list[dict[str
             {"query": f"{MARKER} vault code"},
             {"query": "vault", "namespace": "victim"},
             {"query": "vault", "filters": {"namespace": "victim"}},
+            {"query": "vault", "filters": {"namespace": {"in": ["mallory", "victim"]}}},
+            {"query": "vault", "filters": {"namespace": {"contains": "vic"}}},
             {"query": "vault", "expand": 3},
         ],
         "hybrid_recall": [{"query": f"{MARKER} vault"}, {"query": "vault", "namespace": "victim"}],
@@ -338,7 +340,15 @@ ALLOWED_REFUSALS = {
 async def test_a_hostile_principal_never_sees_or_changes_anothers_memories(team, victim):
     ids = victim["ids"]
     folder = Path(victim["export"]).parent
+    # Results cached for victor (same arguments, same table version) are never served to mallory.
+    cached = [("regions", {}), ("visualize", {}), ("visualize", {"memory_ids": ids})]
+    async with session(team, team.tokens["victor"]) as s:
+        for name, arguments in cached:
+            assert not (await s.call_tool(name, arguments)).is_error, name
     async with session(team, team.tokens["mallory"]) as s:
+        for name, arguments in cached:
+            result = await s.call_tool(name, arguments)
+            assert result.is_error and MARKER not in result.content[0].text, (name, result.content[0].text)
         listed = {t.name for t in (await s.list_tools()).tools}
         calls = hostile_calls(ids, victim["export"])
         assert listed == set(calls), f"tools without a hostile case: {sorted(listed - set(calls))}"
@@ -396,6 +406,25 @@ async def test_a_hostile_principal_never_sees_or_changes_anothers_memories(team,
         listed_namespaces = body(await s.call_tool("namespaces", {}))["namespaces"]
         assert [n["name"] for n in listed_namespaces] == ["victim"]
         assert listed_namespaces[0]["memory_count"] == len(ids)
+
+
+def test_every_argument_naming_a_namespace_is_checked(tmp_path):
+    """The arguments auth/scope.py checks before a call are every argument of every tool that
+    names a namespace (a new one must be added there)."""
+    from spatial_memory.auth import scope
+    from spatial_memory.config import Settings
+    from spatial_memory.tools import build_tools
+
+    def names(schema: Any) -> set[str]:
+        if isinstance(schema, list):
+            return set().union(*map(names, schema)) if schema else set()
+        if not isinstance(schema, dict):
+            return set()
+        found = {k for k, v in schema.get("properties", {}).items() if "namespace" in k and v.get("type") != "boolean"}
+        return found.union(*map(names, schema.values()))
+
+    named = set().union(*(names(t.parameters) for t in build_tools(Settings(path=tmp_path))))
+    assert named and named <= scope._NAMESPACE_ARGUMENTS | scope._NAMESPACE_LISTS
 
 
 # ---- (c) tokens that must not work ------------------------------------------------------------

@@ -107,6 +107,12 @@ class NamespaceScope:
                         self.check_write(value, key)
                     else:
                         self.check_read(value, key)
+                elif key == "namespace" and isinstance(value, dict):  # a filter: {"eq": name} or {"in": [names]}
+                    for op in _NAMING_OPERATORS:
+                        named = value.get(op)
+                        for name in [named] if isinstance(named, str) else named if isinstance(named, list) else []:
+                            if isinstance(name, str):
+                                self.check_read(name, key)
                 else:
                     self.check_arguments(value, writes=writes)
         elif isinstance(arguments, list):
@@ -118,3 +124,6 @@ class NamespaceScope:
 _NAMESPACE_ARGUMENTS = frozenset({"namespace", "namespace_override", "old_namespace", "new_namespace"})
 _WRITTEN_NAMESPACES = frozenset({"namespace_override", "old_namespace", "new_namespace"})
 _NAMESPACE_LISTS = frozenset({"namespaces"})
+# Filter operators naming the namespaces to read (storage/filters.py); the others (ne, nin, contains)
+# name none exactly: the confined store alone answers them.
+_NAMING_OPERATORS = ("eq", "in")
