@@ -484,8 +484,13 @@ async def test_an_oauth_principal_gets_the_namespaces_of_its_claims(team, victim
         stored = body(await s.call_tool("remember", {"content": "carol's plan", "namespace": "team-blue"}))
         assert stored["namespace"] == "team-blue"
         refused = body(await s.call_tool("remember", {"content": "x", "namespace": "victim"}))
-        assert refused["error"] == "PermissionDeniedError"
+        assert refused["error"] == "PermissionDeniedError" and "not available to carol" in refused["message"]
         assert MARKER not in json.dumps(body(await s.call_tool("recall", {"query": f"{MARKER} vault"})))
+    # An OAuth subject named like a tokens-file principal is someone else: not victor's export folder.
+    token = team.issuer.token(team.resource_url, sub="victor", spatial_memory_namespaces=["carol"])
+    async with session(team, token) as s:
+        imported = await s.call_tool("import_memories", {"source_path": "victim.json", "namespace_override": "carol"})
+        assert imported.is_error and MARKER not in imported.content[0].text
     # mallory's `team-*` covers carol's team-blue: prefixes share namespaces between principals.
     async with session(team, team.tokens["mallory"]) as s:
         assert "carol's plan" in json.dumps(body(await s.call_tool("recall", {"query": "carol plan"})))

@@ -29,7 +29,8 @@ class PrincipalToken(AccessToken):
     read_namespaces: list[str] = []
 
     def scope(self) -> NamespaceScope:
-        return NamespaceScope.of(self.subject or self.client_id, self.namespaces, self.read_namespaces)
+        realm = str((self.claims or {}).get("iss") or "")
+        return NamespaceScope.of(self.subject or self.client_id, self.namespaces, self.read_namespaces, realm=realm)
 
 
 def current_scope() -> NamespaceScope | None:
@@ -43,10 +44,12 @@ def current_scope() -> NamespaceScope | None:
     return NamespaceScope.of(token.subject or token.client_id, ())
 
 
-def principal_folder(principal: str) -> str:
-    """A directory name for a principal's export/import files: readable, and distinct per principal."""
+def principal_folder(principal: str, realm: str = "") -> str:
+    """A directory name for a principal's export/import files: readable, and distinct per principal
+    (and realm: auth/scope.py)."""
     readable = re.sub(r"[^A-Za-z0-9._-]", "_", principal)[:60].strip(".") or "principal"
-    return f"{readable}-{hashlib.sha256(principal.encode('utf-8')).hexdigest()[:8]}"
+    digest = hashlib.sha256(f"{realm}\n{principal}".encode() if realm else principal.encode()).hexdigest()
+    return f"{readable}-{digest[:8]}"
 
 
 class ScopedResources:
@@ -58,7 +61,7 @@ class ScopedResources:
     def __init__(self, resources: Any, scope: NamespaceScope) -> None:
         self._base = resources
         self.scope = scope
-        folder = principal_folder(scope.principal)
+        folder = principal_folder(scope.principal, scope.realm)
         settings = resources.settings
         self.settings = settings.model_copy(
             update={

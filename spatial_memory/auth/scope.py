@@ -32,11 +32,16 @@ class NamespaceScope:
     principal: str
     writable: tuple[str, ...]
     read_only: tuple[str, ...] = ()
+    # Who vouches for the principal ("" for the tokens file, the issuer for OAuth): an OAuth subject
+    # named like a tokens-file principal is still someone else (its own export/import folder).
+    realm: str = ""
 
     @classmethod
-    def of(cls, principal: str, writable: Iterable[str], read_only: Iterable[str] = ()) -> NamespaceScope:
+    def of(
+        cls, principal: str, writable: Iterable[str], read_only: Iterable[str] = (), *, realm: str = ""
+    ) -> NamespaceScope:
         write = tuple(dict.fromkeys(p for p in writable if p))
-        return cls(principal, write, tuple(p for p in dict.fromkeys(read_only) if p and p not in write))
+        return cls(principal, write, tuple(p for p in dict.fromkeys(read_only) if p and p not in write), realm)
 
     @property
     def readable(self) -> tuple[str, ...]:
