@@ -46,7 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = _Parser(
         prog=_prog(),
-        usage="%(prog)s [-h] [-V] [COMMAND]",  # argparse's own would show COMMAND as required
+        # argparse's own would show COMMAND as required
+        usage="%(prog)s [-h] [-V] [--transport {stdio,http}] [--host HOST] [--port PORT] [COMMAND]",
         description="A local-first MCP server giving LLM clients persistent memory.\n"
         "Without a command it serves MCP on stdio (what MCP clients start).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -61,9 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
         "(beyond localhost only with SPATIAL_MEMORY_TOKENS_FILE or SPATIAL_MEMORY_OAUTH_ISSUER set).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    serve_parser.add_argument("--transport", choices=["stdio", "http"], help="default: SPATIAL_MEMORY_TRANSPORT, stdio")
-    serve_parser.add_argument("--host", help="HTTP listen address (default: SPATIAL_MEMORY_HOST, 127.0.0.1)")
-    serve_parser.add_argument("--port", type=int, help="HTTP port (default: SPATIAL_MEMORY_PORT, 8765)")
+    for serving in (parser, serve_parser):  # `spatial-memory-mcp --transport http` is `serve --transport http`
+        _add_transport_options(serving)
     serve_parser.set_defaults(handler=_serve_command)
     tokens = commands.add_parser(
         "tokens",
@@ -208,6 +208,18 @@ def _ingest_command(args: argparse.Namespace) -> None:
     )
     stored = run_ingester(settings)
     logging.getLogger(__name__).info("ingested %d captured memories", stored)
+
+
+def _add_transport_options(parser: argparse.ArgumentParser) -> None:
+    import argparse
+
+    # SUPPRESS: an option left out sets nothing, so `--port 1 serve` keeps the port given before `serve`.
+    given = {"default": argparse.SUPPRESS}
+    parser.add_argument(
+        "--transport", choices=["stdio", "http"], help="default: SPATIAL_MEMORY_TRANSPORT, stdio", **given
+    )
+    parser.add_argument("--host", help="HTTP listen address (default: SPATIAL_MEMORY_HOST, 127.0.0.1)", **given)
+    parser.add_argument("--port", type=int, help="HTTP port (default: SPATIAL_MEMORY_PORT, 8765)", **given)
 
 
 def _serve_command(args: argparse.Namespace) -> None:

@@ -501,7 +501,7 @@ async def test_an_oauth_principal_gets_the_namespaces_of_its_claims(team, victim
 
 def test_a_non_local_bind_without_authorization_is_refused(tmp_path):
     done = subprocess.run(
-        [sys.executable, "-m", "spatial_memory", "serve", "--transport", "http", "--host", "0.0.0.0"],
+        [sys.executable, "-m", "spatial_memory", "--transport", "http", "--host", "0.0.0.0"],
         env=server_env(tmp_path / "store"),
         capture_output=True,
         text=True,
@@ -511,6 +511,37 @@ def test_a_non_local_bind_without_authorization_is_refused(tmp_path):
     assert done.returncode == 2 and done.stdout == ""
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "refusing to listen on 0.0.0.0 without authorization" in lines[0]
+
+
+def test_tokens_are_shown_once_and_stored_hashed(tmp_path, capsys):
+    from spatial_memory.cli import main
+
+    path = tmp_path / "tokens.json"
+    main(
+        [
+            "tokens",
+            "add",
+            "--principal",
+            "ann",
+            "--namespace",
+            "ann",
+            "--read-namespace",
+            "handbook",
+            "--file",
+            str(path),
+        ]
+    )
+    token = capsys.readouterr().out.strip()
+    assert token.startswith(tokens.TOKEN_PREFIX) and token not in path.read_text()
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert [(e.principal, e.sha256, e.namespaces) for e in tokens.read_entries(path)] == [
+        ("ann", tokens.token_hash(token), ("ann",))
+    ]
+    main(["tokens", "list", "--file", str(path)])
+    assert capsys.readouterr().out.startswith("ann: ann; read-only: handbook")
+    with pytest.raises(SystemExit) as removed:
+        main(["tokens", "remove", "--principal", "ann", "--file", str(path)])
+    assert removed.value.code == 0 and tokens.read_entries(path) == []
 
 
 # ---- (e) the TypeScript SDK client over streamable HTTP -----------------------------------------
