@@ -37,7 +37,7 @@ from spatial_memory.auth import tokens
 
 from .interop.node import NodeTools, TsClient, node_tools
 from .reliability import server_args, server_env
-from .test_interop_typescript import every_tool_steps, exchange_env, seed_memories, succeeded
+from .test_interop_typescript import every_tool_steps, exchange_env, seed_memories, succeeded, typed_error
 
 pytestmark = pytest.mark.anyio
 
@@ -556,10 +556,17 @@ def test_every_tool_works_through_the_typescript_client_over_http(team, victim, 
     seeds = seed_memories()
     steps = prefixed(every_tool_steps(seeds, str(uuid.uuid4()), "all.json"), "tessa-")
     server = {"url": team.url, "headers": {"Authorization": f"Bearer {team.tokens['tessa']}"}}
+    foreign = [
+        {"call": "remember", "arguments": {"content": "planted", "namespace": "victim"}},
+        {"call": "get_memories", "arguments": {"memory_ids": victim["ids"][:1]}},
+    ]
     with TsClient(node, server, tmp_path / "driver.log") as client:
         listed = {t["name"] for t in client.tools}
-        answers = client.steps(steps)
-    data = [succeeded(a) for a in answers]
+        assert client.connected["tools"]["pages"] == 1  # the SDK keeps output validators of the last page only
+        answers = client.steps(steps + foreign)
+    data = [succeeded(a) for a in answers[: len(steps)]]
     assert listed == {s["call"] for s in steps}
+    typed_error(answers[len(steps)], "PermissionDeniedError", "not available to tessa", "tessa-*")
+    assert succeeded(answers[-1])["not_found"] == victim["ids"][:1]
     assert {n["name"] for n in data[20]["namespaces"]} == {"tessa-interop", "tessa-extracted"}
     assert MARKER not in json.dumps(data)
