@@ -172,6 +172,12 @@ class Settings(BaseSettings):
         description="Keep MCP sessions over HTTP (one server, or sticky load balancing). Default: stateless, every "
         "request stands alone, so any replica behind a load balancer can answer it.",
     )
+    http_max_request_mb: float = Field(
+        64.0,
+        gt=0,
+        description="The largest HTTP request body (MB); a bigger one gets 413. The tool limits allow bigger "
+        "remember_batch / import calls than this default: split them, or raise it.",
+    )
     tokens_file: Path | None = Field(
         None,
         description="Bearer tokens (stored hashed) naming a principal and its namespaces: `spatial-memory tokens add`.",

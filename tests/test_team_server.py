@@ -119,6 +119,7 @@ class Team:
             "SPATIAL_MEMORY_TOKENS_FILE": str(self.tokens_file),
             "SPATIAL_MEMORY_OAUTH_ISSUER": self.issuer.url,
             "SPATIAL_MEMORY_ACCESS_FLUSH_SECONDS": "0.05",
+            "SPATIAL_MEMORY_HTTP_MAX_REQUEST_MB": "1",
             **exchange_env(self.exchange),
         }
 
@@ -438,11 +439,11 @@ INITIALIZE = {
 }
 
 
-def post(team: Team, token: str | None) -> httpx.Response:
+def post(team: Team, token: str | None, message: dict[str, Any] = INITIALIZE) -> httpx.Response:
     headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
     if token is not None:
         headers["authorization"] = f"Bearer {token}"
-    return httpx.post(team.url, json=INITIALIZE, headers=headers, timeout=30)
+    return httpx.post(team.url, json=message, headers=headers, timeout=30)
 
 
 def test_bad_tokens_get_401_with_the_resource_metadata(team):
@@ -476,6 +477,9 @@ def test_bad_tokens_get_401_with_the_resource_metadata(team):
     assert metadata["resource"] == audience and metadata["authorization_servers"] == [issuer.url]
     for token in (issuer.token(audience), issuer.token(audience, kid="ec-1")):
         assert post(team, token).status_code == 200
+    # SPATIAL_MEMORY_HTTP_MAX_REQUEST_MB (1 here) bounds a request's body.
+    huge = {**INITIALIZE, "params": {**INITIALIZE["params"], "padding": "x" * (1 << 20)}}
+    assert post(team, team.tokens["alice"], huge).status_code == 413
 
 
 async def test_an_oauth_principal_gets_the_namespaces_of_its_claims(team, victim):

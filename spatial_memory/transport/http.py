@@ -48,7 +48,11 @@ def build_app(settings: Settings, **server_options):
 
     verifier, auth = authorization(settings)
     server = create_server(settings, auth=auth, token_verifier=verifier, **server_options)
-    return server.streamable_http_app(stateless_http=not settings.http_sessions, host=settings.host)
+    return server.streamable_http_app(
+        stateless_http=not settings.http_sessions,
+        host=settings.host,
+        max_request_body_size=int(settings.http_max_request_mb * 1024 * 1024),
+    )
 
 
 def serve_http(settings: Settings, **server_options) -> None:
