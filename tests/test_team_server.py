@@ -2,8 +2,9 @@
 their namespaces.
 
 One server for the module (a subprocess serving as `--transport http` does, with the fast fake
-embedder: tests/reliability_server.py), with a tokens file and OAuth configured together; the OAuth issuer's JWKS is served by a tiny HTTP server
-of the tests' own and the access tokens are signed with the tests' own keys.
+embedder: tests/reliability_server.py), with a tokens file and OAuth configured together; the
+OAuth issuer's metadata and JWKS are served by a tiny HTTP server of the tests' own, and the
+access tokens are signed with the tests' own RSA and EC keys.
 
 Principals: `victor` owns the namespace `victim` (memories carrying the word zanzibar, a relation,
 an export file); `mallory` tries every tool on them; `alice` (Python SDK client) and `tessa`
