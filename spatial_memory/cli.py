@@ -213,6 +213,12 @@ def _doctor_command(args: argparse.Namespace) -> None:
             raise SystemExit(2) from None
     else:
         path = args.path.expanduser().resolve()
+    if isinstance(path, str):  # a store on object storage
+        sys.stderr.write(
+            f"{PROG}: doctor checks and repairs stores on a local disk; {path} is on object storage, whose "
+            "provider keeps its durability (its versions are Lance's own: a failed commit never becomes one)\n"
+        )
+        raise SystemExit(2)
     from .runtime.imports import import_heavy_modules
     from .storage import doctor
 

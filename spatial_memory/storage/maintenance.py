@@ -57,11 +57,21 @@ class Maintenance:
                 raise
             self._writes_since_compaction = 0
             self._exact.rebased(before, self._table.version)
+            self._tidy_leases()
             if not self._vector_index_ready():
                 self.fold_accesses()  # no index to protect (any more): keep the counts in the rows
         self._ensure_fts_index()
         self._maintain_indexes()
         self._reconnect()
+
+    def _tidy_leases(self) -> None:
+        """Drop the lease table's old versions (a store on object storage writes two per write)."""
+        if self._leases is None:
+            return
+        try:
+            self._leases.optimize(cleanup_older_than=self._retention)
+        except Exception as exc:  # noqa: BLE001 - a race with a replica taking a lease: next time
+            log.debug("tidying the lease table: %s", exc)
 
     def _reconnect(self) -> None:
         """Swap in a fresh connection. LanceDB keeps the files of every superseded index version
