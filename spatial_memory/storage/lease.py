@@ -11,8 +11,14 @@ Taking the lease is a compare-and-swap on its row: an update whose `where` names
 replicas updating the row from the same version one commit fails; Lance re-runs the losing update on
 the new version, where the `where` no longer matches and it updates no row. The winner holds the lease
 until it releases it, renewing it every TTL/3 while held; a replica that dies holding it blocks the
-others for at most LEASE_SECONDS. Expiry is judged by wall clocks: replicas' clocks must agree to well
-within LEASE_SECONDS (NTP does).
+others for at most LEASE_SECONDS.
+
+Waiters poll, so a replica whose own requests queue for the lease would re-take it the moment it lets
+it go and starve the others. A waiter therefore claims the next turn (the row's `waiter`, for
+CLAIM_SECONDS, renewed while it waits); a free lease claimed by another is left to that waiter. The
+claim decides only who tries: exclusion rests on the compare-and-swap alone.
+
+Expiry is judged by wall clocks: replicas' clocks must agree to well within LEASE_SECONDS (NTP does).
 """
 
 from __future__ import annotations
@@ -36,19 +42,31 @@ WRITE_LEASE = "memories"
 INDEX_LEASE = "indexes"
 # A holder renews its lease every third of this; a dead holder's lease is taken over after it.
 LEASE_SECONDS = 15.0
+# A waiter's claim on the next turn lasts this long unless renewed (a dead waiter's claim lapses).
+CLAIM_SECONDS = 2.0
+# Waiters look at the lease at least this often.
+MAX_POLL_SECONDS = 0.1
 
 
 def lease_schema() -> pa.Schema:
-    return pa.schema([("name", pa.string()), ("holder", pa.string()), ("expires_ms", pa.int64())])
+    return pa.schema(
+        [
+            ("name", pa.string()),
+            ("holder", pa.string()),
+            ("expires_ms", pa.int64()),
+            ("waiter", pa.string()),
+            ("waiter_until_ms", pa.int64()),
+        ]
+    )
 
 
 def open_lease_table(db):
     """The lease table, created with one free row per lease when the store has none."""
     if LEASE_TABLE in db.list_tables().tables:
         return db.open_table(LEASE_TABLE)
-    rows = pa.table(
-        {"name": [WRITE_LEASE, INDEX_LEASE], "holder": ["", ""], "expires_ms": [0, 0]}, schema=lease_schema()
-    )
+    names = [WRITE_LEASE, INDEX_LEASE]
+    free = {"holder": ["", ""], "expires_ms": [0, 0], "waiter": ["", ""], "waiter_until_ms": [0, 0]}
+    rows = pa.table({"name": names, **free}, schema=lease_schema())
     try:
         return db.create_table(LEASE_TABLE, rows)
     except (ValueError, OSError):  # another replica created it meanwhile (its create committed first)
@@ -72,27 +90,44 @@ class LeaseLock(ReentrantLock):
         self._renewer: threading.Thread | None = None
         self._released = threading.Event()
 
-    def _row(self) -> tuple[str, int]:
+    def _row(self) -> dict:
         rows = self._table.search().where(f"name = {quote(self._name)}").to_arrow().to_pylist()
         if not rows:
             raise StorageError(f"the store's lease table has no '{self._name}' lease")
-        return rows[0]["holder"], int(rows[0]["expires_ms"])
+        return rows[0]
 
-    def _swap(self, holder: str, expires_ms: int, token: str, until_ms: int) -> bool:
-        """Take the lease if it is still in the state read (holder, expires_ms); True when taken."""
-        where = f"name = {quote(self._name)} AND holder = {quote(holder)} AND expires_ms = {int(expires_ms)}"
-        result = self._table.update(where=where, values={"holder": token, "expires_ms": until_ms})
+    def _updated(self, where: str, values: dict) -> bool:
+        result = self._table.update(where=f"name = {quote(self._name)} AND {where}", values=values)
         return int(getattr(result, "rows_updated", 0) or 0) == 1
+
+    def _swap(self, row: dict, token: str, until_ms: int) -> bool:
+        """Take the lease if it is still in the state read (holder, expires_ms); True when taken.
+        Taking it ends this waiter's claim on the turn."""
+        values = {"holder": token, "expires_ms": until_ms}
+        if row["waiter"] == token:
+            values |= {"waiter": "", "waiter_until_ms": 0}
+        return self._updated(f"holder = {quote(row['holder'])} AND expires_ms = {int(row['expires_ms'])}", values)
+
+    def _claim(self, token: str, now: int) -> None:
+        """Claim the next turn, unless another live waiter has."""
+        where = f"(waiter = '' OR waiter = {quote(token)} OR waiter_until_ms < {now})"
+        self._updated(where, {"waiter": token, "waiter_until_ms": now + int(CLAIM_SECONDS * 1000)})
 
     def _lock_shared(self, deadline: float) -> None:
         token = uuid.uuid4().hex
         delay = 0.02
         while True:
             try:
-                holder, expires_ms = self._row()
+                row = self._row()
                 now = _now_ms()
-                if (not holder or expires_ms < now) and self._swap(holder, expires_ms, token, now + self._lease_ms):
+                free = not row["holder"] or row["expires_ms"] < now
+                claimed = row["waiter"] not in ("", token) and row["waiter_until_ms"] >= now
+                if free and not claimed and self._swap(row, token, now + self._lease_ms):
                     break
+                mine = row["waiter"] == token and row["waiter_until_ms"] - now > CLAIM_SECONDS * 500
+                # A try-once lock (the index builds' 50 ms) claims nothing: it skips its turn instead.
+                if not claimed and not mine and deadline - time.monotonic() > CLAIM_SECONDS / 4:
+                    self._claim(token, now)
             except StorageError:
                 raise
             except Exception as exc:  # noqa: BLE001 - a lost commit race or a transient object-store error
@@ -100,7 +135,7 @@ class LeaseLock(ReentrantLock):
             if time.monotonic() >= deadline:
                 raise self._busy()
             time.sleep(min(delay, max(deadline - time.monotonic(), 0.0)) * random.uniform(0.5, 1.0))
-            delay = min(delay * 2, 0.5)
+            delay = min(delay * 2, MAX_POLL_SECONDS)
         self._token = token
         self._released = released = threading.Event()
         self._renewer = threading.Thread(
@@ -119,9 +154,8 @@ class LeaseLock(ReentrantLock):
                 log.warning("renewing the %s lease failed: %s", self._name, exc)
 
     def _swap_own(self, token: str, until_ms: int) -> bool:
-        where = f"name = {quote(self._name)} AND holder = {quote(token)}"
-        result = self._table.update(where=where, values={"holder": token if until_ms else "", "expires_ms": until_ms})
-        return int(getattr(result, "rows_updated", 0) or 0) == 1
+        """Renew the lease held with `token` until until_ms, or release it (0)."""
+        return self._updated(f"holder = {quote(token)}", {"holder": token if until_ms else "", "expires_ms": until_ms})
 
     def _unlock_shared(self) -> None:
         token, self._token = self._token, None
@@ -141,6 +175,6 @@ class LeaseLock(ReentrantLock):
         log.warning("could not release the %s lease; the other replicas wait until it expires", self._name)
 
     def probe(self) -> str:
-        """"free" or "held" (by a replica, this one included), without waiting."""
-        holder, expires_ms = self._row()
-        return "held" if holder and expires_ms >= _now_ms() else "free"
+        """ "free" or "held" (by a replica, this one included), without waiting."""
+        row = self._row()
+        return "held" if row["holder"] and row["expires_ms"] >= _now_ms() else "free"

@@ -10,6 +10,7 @@ from datetime import timedelta
 from ..errors import StorageError
 from .connection import connect
 from .indexing import ensure_indexes, vector_index_rows
+from .lease import LEASE_SECONDS
 from .locking import WRITE_ATTEMPTS, backoff, is_retryable
 from .schema import TABLE_NAME
 
@@ -65,11 +66,12 @@ class Maintenance:
         self._reconnect()
 
     def _tidy_leases(self) -> None:
-        """Drop the lease table's old versions (a store on object storage writes two per write)."""
+        """Drop the lease table's old versions (a store on object storage writes two per write). A
+        replica taking a lease reads the version current a moment ago: keep a lease term's worth."""
         if self._leases is None:
             return
         try:
-            self._leases.optimize(cleanup_older_than=self._retention)
+            self._leases.optimize(cleanup_older_than=max(self._retention, timedelta(seconds=LEASE_SECONDS)))
         except Exception as exc:  # noqa: BLE001 - a race with a replica taking a lease: next time
             log.debug("tidying the lease table: %s", exc)
 
