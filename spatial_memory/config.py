@@ -168,6 +168,50 @@ class Settings(BaseSettings):
     max_import_file_mb: float = Field(100.0, gt=0)
     max_import_records: int = Field(100_000, ge=1)
 
+    # Serving over HTTP (a team server): see the README's "Team server".
+    transport: Literal["stdio", "http"] = Field(
+        "stdio", description="stdio (what MCP clients start) or http (MCP's streamable HTTP at /mcp)."
+    )
+    host: str = Field(
+        "127.0.0.1",
+        description="The HTTP address to listen on. Beyond localhost only with a tokens file or OAuth configured.",
+    )
+    port: int = Field(8765, ge=0, le=65_535, description="The HTTP port (0: any free port, logged at start).")
+    http_sessions: bool = Field(
+        False,
+        description="Keep MCP sessions over HTTP (one server, or sticky load balancing). Default: stateless, every "
+        "request stands alone, so any replica behind a load balancer can answer it.",
+    )
+    tokens_file: Path | None = Field(
+        None,
+        description="Bearer tokens (stored hashed) naming a principal and its namespaces: `spatial-memory tokens add`.",
+    )
+    oauth_issuer: str | None = Field(
+        None, description="OAuth 2.1 resource-server mode: the authorization server whose JWT access tokens count."
+    )
+    oauth_audience: str | None = Field(
+        None, description="The `aud` the access tokens must carry (default: the resource URL)."
+    )
+    oauth_jwks_url: str | None = Field(
+        None, description="The issuer's JWKS (default: jwks_uri from the issuer's metadata)."
+    )
+    oauth_resource_url: str | None = Field(
+        None,
+        description="This server's public MCP URL, e.g. https://memory.example.com/mcp "
+        "(default: http://<host>:<port>/mcp).",
+    )
+    oauth_namespaces_claim: str = Field(
+        "spatial_memory_namespaces",
+        description="The access-token claim listing the namespaces the subject may read and write "
+        "(a list, or a space-separated string; `team-*` is a prefix).",
+    )
+    oauth_read_namespaces_claim: str = Field(
+        "spatial_memory_read_namespaces", description="The claim listing namespaces the subject may only read."
+    )
+    oauth_required_scopes: list[str] = Field(
+        default_factory=list, description="OAuth scopes every access token must carry (JSON list)."
+    )
+
     @field_validator("path", mode="before")
     @classmethod
     def _location(cls, value: object) -> object:
@@ -217,6 +261,18 @@ class Settings(BaseSettings):
     @property
     def model_cache_dir(self) -> Path:
         return self.local_dir / "models"
+
+    @property
+    def resource_url(self) -> str:
+        """This server's MCP endpoint as clients reach it (OAuth's resource identifier)."""
+        if self.oauth_resource_url:
+            return self.oauth_resource_url
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/mcp"
+
+    @property
+    def authorization_configured(self) -> bool:
+        return self.tokens_file is not None or self.oauth_issuer is not None
 
     @property
     def allowed_export_dirs(self) -> list[Path]:

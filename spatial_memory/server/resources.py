@@ -14,6 +14,7 @@ import anyio
 import pydantic
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 
+from ..auth.principal import current_scope
 from ..errors import MemoryNotFoundError, NamespaceNotFoundError, SpatialMemoryError, ValidationError
 from ..tools.calls import in_worker
 from .mcp_server import SpatialMemoryMCPServer
@@ -26,6 +27,7 @@ async def _read(server: SpatialMemoryMCPServer, fn: Callable[[Any], pydantic.Bas
     app = server.app  # static resources get no request context (SDK), so the lifespan's App from the server
     if app is None:
         raise ResourceError("the server is not running")
+    app = app.for_scope(current_scope())  # a team server's principal reads only its namespaces
     try:
         result = await anyio.to_thread.run_sync(in_worker(fn), app, abandon_on_cancel=True)
     except (MemoryNotFoundError, NamespaceNotFoundError, ValidationError) as exc:
