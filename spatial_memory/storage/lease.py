@@ -28,6 +28,7 @@ import random
 import threading
 import time
 import uuid
+from datetime import timedelta
 
 import pyarrow as pa
 
@@ -46,6 +47,9 @@ LEASE_SECONDS = 15.0
 CLAIM_SECONDS = 2.0
 # Waiters look at the lease at least this often.
 MAX_POLL_SECONDS = 0.1
+# Every update of a lease row adds a fragment (and a version) that each later read of the row
+# scans: a holder merges them after this many of its own takes, while it still holds the lease.
+TIDY_AFTER_TAKES = 16
 
 
 def lease_schema() -> pa.Schema:
@@ -89,6 +93,7 @@ class LeaseLock(ReentrantLock):
         self._token: str | None = None
         self._renewer: threading.Thread | None = None
         self._released = threading.Event()
+        self._takes = 0
 
     def _row(self) -> dict:
         rows = self._table.search().where(f"name = {quote(self._name)}").to_arrow().to_pylist()
@@ -165,6 +170,9 @@ class LeaseLock(ReentrantLock):
             self._renewer = None
         if token is None:
             return
+        self._takes += 1
+        if self._takes % TIDY_AFTER_TAKES == 0:
+            self._tidy()
         for attempt in range(5):
             try:
                 self._swap_own(token, 0)
@@ -173,6 +181,14 @@ class LeaseLock(ReentrantLock):
                 log.debug("releasing the %s lease: %s", self._name, exc)
                 time.sleep(0.05 * (attempt + 1))
         log.warning("could not release the %s lease; the other replicas wait until it expires", self._name)
+
+    def _tidy(self) -> None:
+        """Merge the lease table's fragments and drop its versions older than a lease term (a waiter
+        may be reading the one current a moment ago)."""
+        try:
+            self._table.optimize(cleanup_older_than=timedelta(seconds=LEASE_SECONDS))
+        except Exception as exc:  # noqa: BLE001 - a race with a waiter's claim: next time
+            log.debug("tidying the lease table: %s", exc)
 
     def probe(self) -> str:
         """ "free" or "held" (by a replica, this one included), without waiting."""

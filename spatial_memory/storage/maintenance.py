@@ -10,7 +10,6 @@ from datetime import timedelta
 from ..errors import StorageError
 from .connection import connect
 from .indexing import ensure_indexes, vector_index_rows
-from .lease import LEASE_SECONDS
 from .locking import WRITE_ATTEMPTS, backoff, is_retryable
 from .schema import TABLE_NAME
 
@@ -58,22 +57,11 @@ class Maintenance:
                 raise
             self._writes_since_compaction = 0
             self._exact.rebased(before, self._table.version)
-            self._tidy_leases()
             if not self._vector_index_ready():
                 self.fold_accesses()  # no index to protect (any more): keep the counts in the rows
         self._ensure_fts_index()
         self._maintain_indexes()
         self._reconnect()
-
-    def _tidy_leases(self) -> None:
-        """Drop the lease table's old versions (a store on object storage writes two per write). A
-        replica taking a lease reads the version current a moment ago: keep a lease term's worth."""
-        if self._leases is None:
-            return
-        try:
-            self._leases.optimize(cleanup_older_than=max(self._retention, timedelta(seconds=LEASE_SECONDS)))
-        except Exception as exc:  # noqa: BLE001 - a race with a replica taking a lease: next time
-            log.debug("tidying the lease table: %s", exc)
 
     def _reconnect(self) -> None:
         """Swap in a fresh connection. LanceDB keeps the files of every superseded index version

@@ -140,7 +140,6 @@ class MemoryStore(
                 raise StorageError(f"cannot create the memory store directory {db_path}: {exc}") from exc
         self.damage: Damage | None = None  # set when the newest version could not be read
         self._db_path = db_path
-        self._leases = None  # the lease table of a store on object storage
         try:
             self._index_cache_bytes = index_cache_bytes  # None: sized by _cache_bytes()
             self._db = connect(db_path, index_cache_bytes or SMALL_INDEX_CACHE_BYTES)
@@ -153,7 +152,7 @@ class MemoryStore(
                 self._write_lock: ReentrantLock | ReadOnlyLock = ReadOnlyLock(read_only_message(self.read_only_reason))
                 self._index_lock: ReentrantLock | ReadOnlyLock = self._write_lock
             elif remote:
-                self._leases = leases = open_lease_table(self._db)
+                leases = open_lease_table(self._db)
                 self._write_lock = LeaseLock(leases, WRITE_LEASE, lock_timeout_seconds)
                 # Index builds take their own lock so they never block writers; a busy lock means
                 # another process is already building, and this one skips its turn.
