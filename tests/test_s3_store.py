@@ -260,6 +260,17 @@ def test_upkeep_with_two_replicas_builds_once_and_counts_every_access(s3_env, ca
     assert b.search(rows[9].vector, 1)[0].record.id == rows[9].id  # through the index now
 
 
+@pytest.mark.parametrize("where", [["--path", "s3://memories/x"], []])
+def test_doctor_refuses_a_store_on_object_storage(where, monkeypatch, capsys):
+    from spatial_memory.cli import main
+
+    monkeypatch.setenv("SPATIAL_MEMORY_PATH", "gs://bucket/team")
+    with pytest.raises(SystemExit) as exit_:
+        main(["doctor", *where])
+    assert exit_.value.code == 2
+    assert "on object storage" in capsys.readouterr().err
+
+
 async def test_a_memory_life_on_s3_over_stdio(s3_env, tmp_path):
     from mcp import Client
 
