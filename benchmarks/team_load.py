@@ -13,7 +13,7 @@ replicas (lost writes); no response carries a memory of a namespace the caller m
 client sees it, errors per tool, resident memory per replica (sampled every few seconds), and the
 host's load average before and after.
 
-    python -m benchmarks.team_load [--duration 150] [--clients 20] [--principals 4]
+    python -m benchmarks.team_load [--duration 150] [--clients 20] [--principals 4] [--think 0]
 """
 
 from __future__ import annotations
@@ -197,7 +197,9 @@ def memories_in(body: Any) -> list[dict[str, Any]]:
     return found
 
 
-async def client_loop(k: int, team: Team, principal: str, others: list[str], deadline: float, tally: Tally) -> None:
+async def client_loop(
+    k: int, team: Team, principal: str, others: list[str], deadline: float, think: float, tally: Tally
+) -> None:
     rng = random.Random(k)
     texts = short_texts(400, seed=k)
     tools, weights = zip(*MIX)
@@ -206,6 +208,10 @@ async def client_loop(k: int, team: Team, principal: str, others: list[str], dea
     async with http, client_cm as client:
         i = 0
         while time.monotonic() < deadline:
+            if think:
+                await asyncio.sleep(think * rng.uniform(0.5, 1.5))
+                if time.monotonic() >= deadline:
+                    break
             i += 1
             op = rng.choices(tools, weights)[0]
             text = texts[i % len(texts)]
@@ -248,7 +254,7 @@ async def client_loop(k: int, team: Team, principal: str, others: list[str], dea
                     tally.hostile_allowed += 1
                 continue
             if result.is_error:
-                tally.error(op, body)
+                tally.error(op, body or " ".join(getattr(c, "text", "") for c in result.content))
                 continue
             tally.latency[op].append(elapsed)
             leaked = [m for m in memories_in(body) if m["namespace"] != principal]
@@ -303,6 +309,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         started = time.monotonic()
         team.start()
         print(f"S3 server and {len(team.ports)} replicas up in {time.monotonic() - started:.1f} s ({root})")
+        # Each replica opens the store and loads the model before the clock starts (a first call waits for both).
+        for k in range(len(team.ports)):
+            client_cm, http = connect(team.url(k), team.tokens[principals[0]])
+            async with http, client_cm as client:
+                await client.call_tool("recall", {"query": "warm up", "namespace": principals[0]})
+        print(f"warm in {time.monotonic() - started:.1f} s")
         tally = Tally()
         deadline = time.monotonic() + args.duration
 
@@ -312,17 +324,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     rss[k].append(rss_mb(pid).get("rss_mb", 0.0))
                 await asyncio.sleep(5)
 
-        clients = [
-            client_loop(
-                k,
-                team,
-                principals[k % len(principals)],
-                [p for p in principals if p != principals[k % len(principals)]],
-                deadline,
-                tally,
-            )  # fmt: skip
-            for k in range(args.clients)
-        ]
+        clients = []
+        for k in range(args.clients):
+            principal = principals[k % len(principals)]
+            others = [p for p in principals if p != principal]
+            clients.append(client_loop(k, team, principal, others, deadline, args.think, tally))
         await asyncio.gather(sample_rss(), *clients)
         load_during = os.getloadavg()
         check = await final_check(team, tally)
@@ -348,6 +354,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     calls = sum(len(v) for v in tally.latency.values())
     summary = {
         "duration_s": args.duration,
+        "think_s": args.think,
         "clients": args.clients,
         "principals": len(principals),
         "calls_ok": calls,
@@ -377,6 +384,13 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=150.0, help="seconds of load (default 150)")
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--principals", type=int, default=4)
+    parser.add_argument(
+        "--think",
+        type=float,
+        default=0.0,
+        help="mean seconds a client waits before each call (0: back to back, the most load the clients can make)",
+    )
+    parser.add_argument("--name", default="team_load", help="results file name (benchmarks/results/<name>.json)")
     parser.add_argument("--no-write", action="store_true", help="do not write benchmarks/results/team_load.json")
     args = parser.parse_args()
     result = asyncio.run(run(args))
@@ -386,7 +400,7 @@ def main() -> None:
     if result["error_samples"]:
         print("\nerror samples:", result["error_samples"])
     if not args.no_write:
-        print(f"\nwrote {write_json('team_load', result)}")
+        print(f"\nwrote {write_json(args.name, result)}")
 
 
 if __name__ == "__main__":
