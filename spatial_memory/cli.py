@@ -116,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Exit status: 0 healthy (after the repair), 1 problems remain, 2 no store.",
     )
     doctor_parser.add_argument(
-        "--path", type=Path, help="the store: SPATIAL_MEMORY_PATH or its lancedb directory (default: the setting)"
+        "--path", help="the store: SPATIAL_MEMORY_PATH or its lancedb directory (default: the setting)"
     )
     doctor_parser.add_argument("--repair", action="store_true", help="restore the last good version")
     doctor_parser.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -273,7 +273,13 @@ def _doctor_command(args: argparse.Namespace) -> None:
             sys.stderr.write(f"{PROG}: {describe_settings_error(exc)}\n")
             raise SystemExit(2) from None
     else:
-        path = args.path.expanduser().resolve()
+        path = args.path if "://" in args.path else Path(args.path).expanduser().resolve()
+    if isinstance(path, str):  # a store on object storage
+        sys.stderr.write(
+            f"{PROG}: doctor checks and repairs stores on a local disk; {path} is on object storage, whose "
+            "provider keeps its durability (its versions are Lance's own: a failed commit never becomes one)\n"
+        )
+        raise SystemExit(2)
     from .runtime.imports import import_heavy_modules
     from .storage import doctor
 

@@ -8,6 +8,9 @@ from typing import Literal
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+# Stores on object storage, served through LanceDB's own object-store support.
+REMOTE_SCHEMES = ("s3", "gs", "az")
+
 # The model this package ships (served by embeddings/ on onnxruntime), and the default.
 BUNDLED_MODEL = "all-MiniLM-L6-v2"
 
@@ -30,10 +33,17 @@ class Settings(BaseSettings):
         env_ignore_empty=True,
     )
 
-    path: Path = Field(
+    path: Path | str = Field(
         default_factory=default_data_dir,
         validation_alias=AliasChoices("SPATIAL_MEMORY_PATH", "SPATIAL_MEMORY_MEMORY_PATH"),
-        description="Storage directory (LanceDB data, model cache, exports).",
+        description="Storage directory (LanceDB data, model cache, exports), or a store on object storage: "
+        "s3://bucket/prefix, gs://bucket/prefix or az://container/prefix (credentials and endpoint from the "
+        "standard environment, e.g. AWS_ENDPOINT_URL; what must stay local goes to SPATIAL_MEMORY_LOCAL_PATH).",
+    )
+    local_path: Path = Field(
+        default_factory=default_data_dir,
+        description="With a store on object storage: the local directory for the model cache, exports and "
+        "imports, and the capture spool.",
     )
     embedding_model: str = Field(
         BUNDLED_MODEL,
@@ -208,7 +218,20 @@ class Settings(BaseSettings):
         default_factory=list, description="OAuth scopes every access token must carry (JSON list)."
     )
 
-    @field_validator("path", mode="after")
+    @field_validator("path", mode="before")
+    @classmethod
+    def _location(cls, value: object) -> object:
+        """A directory made absolute, or a store URI with its scheme checked and no trailing slash."""
+        if isinstance(value, str) and "://" in value:
+            scheme, _, rest = value.partition("://")
+            if scheme.lower() not in REMOTE_SCHEMES:
+                raise ValueError(f"unsupported store URI scheme '{scheme}://' (use a directory, s3://, gs:// or az://)")
+            if not rest.strip("/"):
+                raise ValueError("a store URI needs a bucket: s3://bucket/prefix")
+            return f"{scheme.lower()}://{rest.strip('/')}"
+        return Path(value).expanduser().resolve() if isinstance(value, (str, Path)) else value
+
+    @field_validator("local_path", mode="after")
     @classmethod
     def _absolute(cls, value: Path) -> Path:
         return value.expanduser().resolve()
@@ -227,12 +250,23 @@ class Settings(BaseSettings):
         return platformdirs.user_cache_path("spatial-memory-mcp", appauthor=False)
 
     @property
-    def db_path(self) -> Path:
-        return self.path / "lancedb"
+    def remote_store(self) -> str | None:
+        """The store's URI when it lives on object storage, else None."""
+        return self.path if isinstance(self.path, str) else None
+
+    @property
+    def local_dir(self) -> Path:
+        """Where what must be local lives: the store's directory, or local_path beside a remote store."""
+        return self.local_path if isinstance(self.path, str) else self.path
+
+    @property
+    def db_path(self) -> Path | str:
+        """The LanceDB database: <path>/lancedb, or the store URI itself."""
+        return self.path if isinstance(self.path, str) else self.path / "lancedb"
 
     @property
     def model_cache_dir(self) -> Path:
-        return self.path / "models"
+        return self.local_dir / "models"
 
     @property
     def resource_url(self) -> str:
@@ -248,11 +282,11 @@ class Settings(BaseSettings):
 
     @property
     def allowed_export_dirs(self) -> list[Path]:
-        return [d.expanduser().resolve() for d in self.export_dirs] or [self.path / "exports"]
+        return [d.expanduser().resolve() for d in self.export_dirs] or [self.local_dir / "exports"]
 
     @property
     def allowed_import_dirs(self) -> list[Path]:
-        return [d.expanduser().resolve() for d in self.import_dirs] or [self.path / "exports"]
+        return [d.expanduser().resolve() for d in self.import_dirs] or [self.local_dir / "exports"]
 
 
 def describe_settings_error(exc: Exception) -> str:
