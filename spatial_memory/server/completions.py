@@ -4,7 +4,8 @@ A prompt's or the recent-memories template's `namespace` argument completes to t
 namespaces, a `tag` argument to its tags (within the namespace already chosen, when the client
 sends it as context). The names come from one service method in a worker thread; before the
 store is open, that opens it (the preload has normally done so already): a first answer a
-little late beats an empty one that looks like an empty store.
+little late beats an empty one that looks like an empty store. On a team server a principal is
+offered only the names in namespaces it may read.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 import anyio
 from mcp.types import Completion, PromptReference, ResourceTemplateReference
 
+from ..auth.principal import current_scope
 from ..errors import SpatialMemoryError
 from ..tools.calls import in_worker
 from .mcp_server import SpatialMemoryMCPServer
@@ -36,9 +38,10 @@ def register_completions(server: SpatialMemoryMCPServer) -> None:
         )
         if kind is None or not completes:
             return None
-        app = server.app
-        if app is None:
+        if server.app is None:
             return NOTHING
+        # A principal's App reads through its confined store: it completes only names it may read.
+        app = server.app.for_scope(current_scope())
         chosen = (context.arguments or {}).get("namespace") if context is not None and kind == "tag" else None
         within = [chosen] if chosen else None
         prefix = argument.value

@@ -2,19 +2,53 @@
 
 A prompt names only tools the server lists (SPATIAL_MEMORY_TOOLS), and is left out when the
 tool it rests on is not listed. Its `namespace` and `tag` arguments complete from the store
-(completions.py).
+(completions.py). On a team server a prompt naming a namespace its principal may not use is
+refused (PermissionDeniedError, its message listing the namespaces it may use), as a tool call
+would be.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 from pydantic import Field
 
+from ..auth.principal import current_scope
+from ..errors import PermissionDeniedError
+
+DEFAULT_NAMESPACE = "default"
 REVIEW_LIMIT = 50
 OnlyNamespace = Annotated[str | None, Field(description="Only this namespace (default: all).")]
+
+
+def _permitted(check: Callable[[str], None], namespace: str) -> str:
+    try:
+        check(namespace)
+    except PermissionDeniedError as exc:  # an MCPError keeps its message (the SDK hides any other's)
+        raise MCPError(code=INVALID_PARAMS, message=f"{exc.error_type}: {exc.message}") from None
+    return namespace
+
+
+def _readable(namespace: str | None) -> str | None:
+    scope = current_scope()
+    if scope is None or namespace is None:
+        return namespace
+    return _permitted(scope.check_read, namespace)
+
+
+def _writable(namespace: str | None) -> str:
+    """The namespace to store in: the one asked for, else "default", or on a team server the
+    principal's first writable namespace."""
+    scope = current_scope()
+    if scope is None:
+        return namespace or DEFAULT_NAMESPACE
+    if namespace is None:
+        namespace = next((p for p in scope.writable if not p.endswith("*")), DEFAULT_NAMESPACE)
+    return _permitted(scope.check_write, namespace)
 
 
 def _one_of(tool_names: Collection[str], *preferred: str) -> str | None:
@@ -36,6 +70,7 @@ def register_prompts(server: MCPServer, tool_names: Collection[str]) -> None:
             task: Annotated[str, Field(description="The task about to be done.")],
             namespace: OnlyNamespace = None,
         ) -> str:
+            namespace = _readable(namespace)
             scope = f' with namespace="{namespace}"' if namespace else ""
             exact = (
                 ", and `hybrid_recall` for exact terms such as identifiers or error messages"
@@ -59,6 +94,7 @@ def register_prompts(server: MCPServer, tool_names: Collection[str]) -> None:
             tag: Annotated[str, Field(description="The tag to review.")],
             namespace: OnlyNamespace = None,
         ) -> str:
+            namespace = _readable(namespace)
             scope = f', namespace="{namespace}"' if namespace else ""
             action = (
                 f"and propose the fix for each ({fixes}), applying none until I confirm"
@@ -82,8 +118,11 @@ def register_prompts(server: MCPServer, tool_names: Collection[str]) -> None:
             description="Store a summary of this session: decisions, facts learned, open questions.",
         )
         def save_session_summary(
-            namespace: Annotated[str, Field(description="Namespace to store the memories in.")] = "default",
+            namespace: Annotated[
+                str | None, Field(description='Namespace to store the memories in (default: "default").')
+            ] = None,
         ) -> str:
+            namespace = _writable(namespace)
             return (
                 "Summarise this session for my memory. Write one memory per decision, learned fact, preference, "
                 "solved problem (with its fix) and open question, each a self-contained sentence that will make "
