@@ -250,18 +250,32 @@ async def ann_recall(client, store: Path, questions: list[str], samples: int = 5
     }
 
 
+BUILT_MARK = "built"  # written into a synthetic store once its build (indexes included) finished
+
+
+def latency_store(root: Path, n: int) -> Path:
+    """The store the latency section measures at n memories: one a run kept under the store
+    root (an ingest store, or a synthetic store whose build finished), or a new synthetic one.
+    A synthetic store without the mark is an interrupted build and is built again."""
+    ingest_store = root / f"ingest-batch-{n}"
+    if ingest_store.exists():
+        return ingest_store
+    store = root / f"latency-{n}"
+    if (store / BUILT_MARK).exists():
+        return store
+    models = root / "cold-first" / "models"
+    store = _fresh_store(root, f"latency-{n}", models if models.exists() else None)
+    t = time.perf_counter()
+    build_synthetic_store(store, n)
+    (store / BUILT_MARK).write_text(f"{n} memories in {time.perf_counter() - t:.0f} s\n")
+    print(f"built synthetic store of {n:,} in {time.perf_counter() - t:.1f} s")
+    return store
+
+
 async def latency(root: Path, sizes: tuple[int, ...], queries: int = 200) -> dict[str, Any]:
     rows = []
-    models = root / "cold-first" / "models"
     for n in sizes:
-        existing = [root / f"ingest-batch-{n}", root / f"latency-{n}"]
-        if any(p.exists() for p in existing):
-            store = next(p for p in existing if p.exists())
-        else:
-            store = _fresh_store(root, f"latency-{n}", models if models.exists() else None)
-            t = time.perf_counter()
-            build_synthetic_store(store, n)
-            print(f"built synthetic store of {n:,} in {time.perf_counter() - t:.1f} s")
+        store = latency_store(root, n)
         questions = short_texts(queries, seed=12345)
         async with server(store) as (client, pid):
             tools = {t.name for t in (await client.list_tools()).tools}
@@ -420,6 +434,10 @@ async def main_async(args: argparse.Namespace) -> None:
             results["ingest"] = await ingest(root, tuple(int(x) for x in args.ingest_sizes.split(",")))
         if "latency" in only:
             sizes = tuple(int(x) for x in args.latency_sizes.split(",")) + ((100_000, 1_000_000) if args.large else ())
+            if args.build_only:
+                for n in sizes:
+                    latency_store(root, n)
+                return
             results["latency"] = await latency(root, sizes)
         if "spatial" in only:
             results["spatial"] = await spatial(root, tuple(int(x) for x in args.spatial_sizes.split(",")))
@@ -461,7 +479,15 @@ def main() -> None:
     parser.add_argument("--ref-rounds", type=int, default=3)
     parser.add_argument("--store-root", default="", help="reuse/keep stores here (e.g. a prebuilt 1M store)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary stores")
-    asyncio.run(main_async(parser.parse_args()))
+    parser.add_argument(
+        "--build-only",
+        action="store_true",
+        help="only build the latency section's synthetic stores under --store-root (measure them in a later run)",
+    )
+    args = parser.parse_args()
+    if args.build_only and not args.store_root:
+        parser.error("--build-only needs --store-root (the stores it builds are for a later run)")
+    asyncio.run(main_async(args))
 
 
 if __name__ == "__main__":

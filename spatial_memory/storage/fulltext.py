@@ -38,11 +38,23 @@ def match_text(text: str) -> str:
 class FullTextSearch:
     """MemoryStore's full-text methods."""
 
-    def has_fts_index(self) -> bool:
-        return any(
-            list(index.columns) == ["content"] and str(index.index_type).upper() in ("FTS", "INVERTED")
-            for index in self._table.list_indices()
+    def _fts_index(self):
+        return next(
+            (
+                index
+                for index in self._table.list_indices()
+                if list(index.columns) == ["content"] and str(index.index_type).upper() in ("FTS", "INVERTED")
+            ),
+            None,
         )
+
+    def has_fts_index(self) -> bool:
+        return self._fts_index() is not None
+
+    def fts_unindexed_rows(self) -> int:
+        """Rows the full-text index does not cover yet (every keyword search scans them); 0 without an index."""
+        index = self._fts_index()
+        return int(getattr(index, "num_unindexed_rows", 0) or 0) if index is not None else 0
 
     def _ensure_fts_index(self) -> None:
         """Create LanceDB's native full-text index on `content` when the table has none.
