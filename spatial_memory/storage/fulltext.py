@@ -7,6 +7,7 @@ import logging
 from typing import Any
 
 from ..errors import StorageError
+from .connection import in_one_trip
 from .filters import NO_MATCH, Filter
 from .records import MemoryRecord
 from .schema import SUMMARY_COLUMNS, rows_to_records
@@ -117,11 +118,13 @@ class FullTextSearch:
         where = self._search_where(flt)
         if where is NO_MATCH:
             return None
-        query = self._table.search(MatchQuery(terms, "content"), query_type="fts")
-        query = query.select([*columns, "_score"]).limit(limit)
-        if where:
-            query = query.where(where, prefilter=True)
         try:
-            return query.to_arrow()
+            return in_one_trip(
+                self._table,
+                lambda table: table.query().nearest_to_text(MatchQuery(terms, "content")),
+                [*columns, "_score"],
+                limit,
+                where,
+            )
         except Exception as exc:
             raise StorageError(f"keyword search failed: {exc}") from exc
