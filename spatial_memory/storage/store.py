@@ -33,7 +33,7 @@ from ..errors import ConfigurationError, SpatialMemoryError, StorageError
 from .access_ledger import ACCESS_COLUMNS, AccessCounts, AccessLedger
 from .candidates import CandidateSearch
 from .co_recall import CoRecall
-from .connection import LARGE_INDEX_CACHE_BYTES, SMALL_INDEX_CACHE_BYTES, SideTables, connect
+from .connection import LARGE_INDEX_CACHE_BYTES, SMALL_INDEX_CACHE_BYTES, SideTables, connect, in_one_trip
 from .exact_index import ExactIndex, ExactSearch, Written
 from .filters import (
     MAX_LIST_VALUES,
@@ -428,15 +428,17 @@ class MemoryStore(
         if where is NO_MATCH:
             return []
         columns = SUMMARY_COLUMNS + (["vector"] if with_vectors else [])
-        query = self._table.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
-        query = query.distance_type("dot").select([*columns, "_distance"]).limit(limit)
-        if self._vector_index_ready():
+        indexed = self._vector_index_ready()
+        policy = self._index_policy
+
+        def nearest(table):
+            query = table.query().nearest_to(np.asarray(vector, dtype=np.float32)).column("vector")
+            query = query.distance_type("dot")
             # Search the HNSW graph wider and re-rank its candidates on the full vectors.
-            query = query.ef(self._index_policy.ef).refine_factor(self._index_policy.refine_factor)
-        if where:
-            query = query.where(where, prefilter=True)
+            return query.ef(policy.ef).refine_factor(policy.refine_factor) if indexed else query
+
         try:
-            table = query.to_arrow()
+            table = in_one_trip(self._table, nearest, [*columns, "_distance"], limit, where)
         except Exception as exc:
             raise StorageError(f"vector search failed: {exc}") from exc
         distances = table.column("_distance").to_pylist()
