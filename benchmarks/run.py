@@ -215,21 +215,25 @@ def vector_index_state(store: Path) -> str:
 
 async def ann_recall(client, store: Path, questions: list[str], samples: int = 50) -> dict[str, float]:
     """recall@10 of the server's answers against exact brute force over every stored vector:
-    `nearby` of stored memories (queries close to the data, as recalls of stored facts are) and
-    `recall` of free text (queries far from all of these synthetic vectors: near-ties, the hard case)."""
+    `nearby` of stored memories (queries close to the data, as recalls of stored facts are), and
+    `recall` by meaning only (hybrid_alpha 1.0: the fused ranking is not a cosine order) of free
+    text, over the whole store and within one namespace (the index's filtered search)."""
     import numpy as np
 
     from spatial_memory.embeddings.onnx_encoder import OnnxSentenceEncoder, bundled_model_dir
     from spatial_memory.storage.connection import connect as _connect
 
     table = _connect(store / "lancedb", 64 << 20).open_table("memories")
-    scan = table.search().select(["id", "vector"]).limit(None).to_arrow()
+    scan = table.search().select(["id", "namespace", "vector"]).limit(None).to_arrow()
     ids = np.array(scan.column("id").to_pylist(), dtype=object)
+    in_ns3 = np.asarray(scan.column("namespace").to_pylist(), dtype=object) == "ns3"
     vectors = scan.column("vector").combine_chunks().values.to_numpy().reshape(len(ids), -1)
     del scan
 
-    def exact(query: np.ndarray, skip: str | None = None) -> set[str]:
+    def exact(query: np.ndarray, skip: str | None = None, only: np.ndarray | None = None) -> set[str]:
         scores = vectors @ query
+        if only is not None:
+            scores = np.where(only, scores, -np.inf)
         top = np.argpartition(-scores, 11)[:11]
         ranked = [ids[i] for i in top[np.argsort(-scores[top])] if ids[i] != skip]
         return set(ranked[:10])
@@ -240,13 +244,17 @@ async def ann_recall(client, store: Path, questions: list[str], samples: int = 5
         got = await call(client, "nearby", {"memory_id": ids[row], "limit": 10})
         near.append(len({m["id"] for m in got["neighbors"]} & exact(vectors[row], skip=ids[row])) / 10)
     encoder = OnnxSentenceEncoder(bundled_model_dir(), store / "models")  # the server built it there
-    far = []
+    far, far_ns = [], []
     for question, query in zip(questions[:samples], encoder.encode(questions[:samples])):
-        got = await call(client, "recall", {"query": question, "limit": 10})
+        args = {"query": question, "limit": 10, "hybrid_alpha": 1.0}
+        got = await call(client, "recall", args)
         far.append(len({m["id"] for m in got["memories"]} & exact(query)) / 10)
+        got = await call(client, "recall", {**args, "namespace": "ns3"})
+        far_ns.append(len({m["id"] for m in got["memories"]} & exact(query, only=in_ns3)) / 10)
     return {
         "ann_recall_at_10_nearby": round(float(np.mean(near)), 3),
         "ann_recall_at_10_text": round(float(np.mean(far)), 3),
+        "ann_recall_at_10_text_ns": round(float(np.mean(far_ns)), 3),
     }
 
 
