@@ -25,9 +25,10 @@ def connect(db_path: Path, index_cache_bytes: int):
     return lancedb.connect(str(db_path), read_consistency_interval=timedelta(0), session=session)
 
 
-def in_one_trip(table, start, columns: list[str], limit: int, where: str | None):
+def in_one_trip(table, start, columns: list[str], limit: int | None, where: str | None):
     """The Arrow result of a query on `table` (a LanceDB table): `start(its async handle)` begins
-    it (e.g. `.query().nearest_to_text(...)`), then the columns, the limit and `where` (a prefilter).
+    it (e.g. `.query().nearest_to_text(...)`), then the columns, the limit (None: every row) and
+    `where` (a prefilter).
 
     LanceDB's synchronous query builders hand each step to its event loop thread in turn: the
     table's schema three times, the query, then each batch. A hand-off costs ~0.2 ms on a quiet
@@ -35,7 +36,8 @@ def in_one_trip(table, start, columns: list[str], limit: int, where: str | None)
     handle is one hand-off (a keyword search at 10,000 rows: ~2 ms less CPU)."""
     from lancedb.background_loop import LOOP
 
-    query = start(table._table).select(columns).limit(limit)
+    query = start(table._table).select(columns)
+    query = query.limit(limit) if limit is not None else query
     return LOOP.run((query.where(where) if where else query).to_arrow())
 
 
