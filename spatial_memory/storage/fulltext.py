@@ -7,7 +7,6 @@ import logging
 from typing import Any
 
 from ..errors import StorageError
-from .connection import in_one_trip
 from .filters import NO_MATCH, Filter
 from .records import MemoryRecord
 from .schema import SUMMARY_COLUMNS, rows_to_records
@@ -119,11 +118,12 @@ class FullTextSearch:
         if where is NO_MATCH:
             return None
         try:
-            return in_one_trip(
-                self._table,
-                lambda table: table.query().nearest_to_text(MatchQuery(terms, "content")),
-                [*columns, "_score"],
+            return self._namespace_search(
+                lambda table, rows, share: table.query().nearest_to_text(MatchQuery(terms, "content")),
+                columns,
+                "_score",
                 limit,
+                flt,
                 where,
             )
         except Exception as exc:

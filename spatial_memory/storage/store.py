@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -33,7 +34,14 @@ from ..errors import ConfigurationError, SpatialMemoryError, StorageError
 from .access_ledger import ACCESS_COLUMNS, AccessCounts, AccessLedger
 from .candidates import CandidateSearch
 from .co_recall import CoRecall
-from .connection import LARGE_INDEX_CACHE_BYTES, SMALL_INDEX_CACHE_BYTES, SideTables, connect, in_one_trip
+from .connection import (
+    LARGE_INDEX_CACHE_BYTES,
+    SMALL_INDEX_CACHE_BYTES,
+    SideTables,
+    connect,
+    in_one_trip,
+    take_in_order,
+)
 from .exact_index import ExactIndex, ExactSearch, Written
 from .filters import (
     MAX_LIST_VALUES,
@@ -76,6 +84,10 @@ DATA_STORAGE_VERSION = "2.1"
 
 
 BULK_ROWS = 1000
+# A namespace's search on an indexed table: the best OVERFETCH x limit / share rows of the whole
+# table, filtered afterwards, when that is at most POSTFILTER_MAX_ROWS (see _namespace_search).
+OVERFETCH = 2.0
+POSTFILTER_MAX_ROWS = 2000
 
 
 def _written(records: Sequence[MemoryRecord]) -> list[Written]:
@@ -442,23 +454,47 @@ class MemoryStore(
         searched `IndexPolicy.search_ef` wide and, with `refine`, its candidates re-ranked on the
         full vectors."""
         policy = self._index_policy
-        ef = None
-        if self._vector_index_ready():
-            namespace = flt.only_namespace if flt is not None else None
-            share = 1.0 if namespace is None else self._namespace_share(namespace)
-            ef = policy.search_ef(limit * (policy.refine_factor if refine else 1), share)
+        indexed = self._vector_index_ready()
 
-        def nearest(table):
+        def nearest(table, rows: int, share: float):
             query = table.query().nearest_to(np.asarray(vector, dtype=np.float32)).column("vector")
             query = query.distance_type("dot")
-            if ef is None:
+            if not indexed:
                 return query
-            return query.ef(ef).refine_factor(policy.refine_factor) if refine else query.ef(ef)
+            query = query.ef(policy.search_ef(rows * (policy.refine_factor if refine else 1), share))
+            return query.refine_factor(policy.refine_factor) if refine else query
 
         try:
-            return in_one_trip(self._table, nearest, [*columns, "_distance"], limit, where)
+            return self._namespace_search(nearest, columns, "_distance", limit, flt, where)
         except Exception as exc:
             raise StorageError(f"vector search failed: {exc}") from exc
+
+    def _namespace_search(
+        self, start, columns: list[str], score: str, limit: int, flt: Filter | None, where: str | None
+    ) -> pa.Table:
+        """A search's Arrow result (the columns and its `score` column), `start(async table, rows,
+        share)` beginning it. On an indexed table, a search in one namespace asks for the best
+        OVERFETCH x limit / share rows of the whole table (ids and scores only), keeps the
+        namespace's, and reads the columns of the first `limit`: they are the namespace's best
+        whenever that many are there (else the filter goes first, as on small tables). At 1,000,000
+        rows, one namespace of ten: a keyword search for 100 ids took 23 ms so against 145 ms
+        filtering first, a vector search 10 ms against 35-65 ms."""
+        namespace = flt.only_namespace if flt is not None else None
+        if namespace is None or not self._vector_index_ready():
+            return in_one_trip(self._table, lambda table: start(table, limit, 1.0), [*columns, score], limit, where)
+        share = self._namespace_share(namespace)
+        wide = math.ceil(limit * OVERFETCH / share) if share > 0 else POSTFILTER_MAX_ROWS + 1
+        if wide <= POSTFILTER_MAX_ROWS:
+            best = in_one_trip(
+                self._table, lambda table: start(table, wide, 1.0).with_row_id(), [score], wide, where, postfilter=True
+            )
+            if best.num_rows >= limit:
+                best = best.slice(0, limit)
+                row_ids = best.column("_rowid").to_pylist()
+                rows = take_in_order(self._table, row_ids, columns)
+                if rows.num_rows == len(row_ids):  # else a row went away meanwhile: ask again below
+                    return rows.append_column(score, best.column(score))
+        return in_one_trip(self._table, lambda table: start(table, limit, share), [*columns, score], limit, where)
 
     def _namespace_share(self, namespace: str) -> float:
         """The share of the table's rows in this namespace, kept per table version (two counts
