@@ -183,7 +183,33 @@ def render() -> str:
             f"corpus_bridges compares every cross-namespace pair; {connections['bridges_found']:,} pairs reached 0.8.",
             "",
         ]
+    for name in ("team_load", "team_load_paced"):
+        team = _load(name)
+        if team:
+            lines += _team_load(team)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _team_load(team: dict[str, Any]) -> list[str]:
+    s = team["summary"]
+    load = s["load_at_end"][0]
+    think = s.get("think_s", 0)
+    pace = f"each waiting ~{think:g} s before each call" if think else "calls back to back"
+    return [
+        f"### Team load: 2 HTTP replicas on one S3 store, {s['clients']} clients ({pace}), {s['duration_s']:g} s "
+        f"({team['generated_at'][:10]}, host load {load:g} on {team['machine'].get('cpus')} cores)",
+        "",
+        f"{s['calls_ok']:,} calls ({s['calls_per_second']:g}/s), {s['principals']} principals, the S3 server a local "
+        f"emulator (moto). Lost writes: {s['lost_writes']} of {s['acknowledged_writes_kept']:,} acknowledged and kept "
+        f"(read back through both replicas); acknowledged writes a get_memories missed during the run: "
+        f"{s['unreadable_during_run']}; reads across principals: {s['cross_principal_reads']}; hostile calls refused: "
+        f"{s['hostile_refused']} of {s['hostile_refused'] + s['hostile_allowed']}; errors: {s['errors']}.",
+        "",
+        *markdown_table(team["rows"]),
+        "",
+        *markdown_table(team["replicas"]),
+        "",
+    ]
 
 
 def main() -> None:

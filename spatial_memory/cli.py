@@ -46,7 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = _Parser(
         prog=_prog(),
-        usage="%(prog)s [-h] [-V] [COMMAND]",  # argparse's own would show COMMAND as required
+        # argparse's own would show COMMAND as required
+        usage="%(prog)s [-h] [-V] [--transport {stdio,http}] [--host HOST] [--port PORT] [COMMAND]",
         description="A local-first MCP server giving LLM clients persistent memory.\n"
         "Without a command it serves MCP on stdio (what MCP clients start).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -56,11 +57,28 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
     serve_parser = commands.add_parser(
         "serve",
-        help="serve MCP on stdio (the default)",
-        description="Serve MCP on stdio.",
+        help="serve MCP on stdio (the default), or over HTTP for a team",
+        description="Serve MCP on stdio (the default), or MCP's streamable HTTP at /mcp with --transport http "
+        "(beyond localhost only with SPATIAL_MEMORY_TOKENS_FILE or SPATIAL_MEMORY_OAUTH_ISSUER set).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    for serving in (parser, serve_parser):  # `spatial-memory-mcp --transport http` is `serve --transport http`
+        _add_transport_options(serving)
     serve_parser.set_defaults(handler=_serve_command)
+    tokens = commands.add_parser(
+        "tokens",
+        help="bearer tokens of an HTTP team server: add (prints the token once), list, remove",
+        description="Manage the tokens file (SPATIAL_MEMORY_TOKENS_FILE, or --file): only each token's SHA-256 "
+        "hash is stored, with the principal and the namespaces it may use.",
+    )
+    tokens.add_argument("action", choices=["add", "list", "remove"])
+    tokens.add_argument("--principal", help="who the token is for (add, remove)")
+    tokens.add_argument(
+        "--namespace", action="append", default=[], help="a namespace it may read and write (repeat; team-* = prefix)"
+    )
+    tokens.add_argument("--read-namespace", action="append", default=[], help="a namespace it may only read")
+    tokens.add_argument("--file", type=Path, help="the tokens file (default: SPATIAL_MEMORY_TOKENS_FILE)")
+    tokens.set_defaults(handler=_tokens_command)
     # `hook` is dispatched by main() before parsing (capture/hook.py parses its own arguments);
     # it is listed here for --help.
     commands.add_parser(
@@ -98,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Exit status: 0 healthy (after the repair), 1 problems remain, 2 no store.",
     )
     doctor_parser.add_argument(
-        "--path", type=Path, help="the store: SPATIAL_MEMORY_PATH or its lancedb directory (default: the setting)"
+        "--path", help="the store: SPATIAL_MEMORY_PATH or its lancedb directory (default: the setting)"
     )
     doctor_parser.add_argument("--repair", action="store_true", help="restore the last good version")
     doctor_parser.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -192,10 +210,53 @@ def _ingest_command(args: argparse.Namespace) -> None:
     logging.getLogger(__name__).info("ingested %d captured memories", stored)
 
 
+def _add_transport_options(parser: argparse.ArgumentParser) -> None:
+    import argparse
+
+    # SUPPRESS: an option left out sets nothing, so `--port 1 serve` keeps the port given before `serve`.
+    given = {"default": argparse.SUPPRESS}
+    parser.add_argument(
+        "--transport", choices=["stdio", "http"], help="default: SPATIAL_MEMORY_TRANSPORT, stdio", **given
+    )
+    parser.add_argument("--host", help="HTTP listen address (default: SPATIAL_MEMORY_HOST, 127.0.0.1)", **given)
+    parser.add_argument("--port", type=int, help="HTTP port (default: SPATIAL_MEMORY_PORT, 8765)", **given)
+
+
 def _serve_command(args: argparse.Namespace) -> None:
     from .runtime.shutdown import serve_then_exit
 
-    serve_then_exit(serve)
+    overrides = {k: getattr(args, k, None) for k in ("transport", "host", "port")}
+    serve_then_exit(lambda: serve(**{k: v for k, v in overrides.items() if v is not None}))
+
+
+def _tokens_command(args: argparse.Namespace) -> None:
+    from .auth import tokens
+    from .errors import SpatialMemoryError
+
+    path = args.file or _settings_or_exit(preload=False).tokens_file
+    if path is None:
+        sys.stderr.write(f"{PROG}: no tokens file: pass --file or set SPATIAL_MEMORY_TOKENS_FILE\n")
+        raise SystemExit(2)
+    path = path.expanduser().resolve()
+    try:
+        if args.action == "list":
+            for entry in tokens.read_entries(path):
+                readable = f"; read-only: {', '.join(entry.read_namespaces)}" if entry.read_namespaces else ""
+                print(f"{entry.principal}: {', '.join(entry.namespaces) or '-'}{readable} (created {entry.created_at})")
+            return
+        if not args.principal:
+            sys.stderr.write(f"{PROG}: tokens {args.action} needs --principal\n")
+            raise SystemExit(2)
+        if args.action == "remove":
+            removed = tokens.revoke(path, args.principal)
+            print(f"removed {removed} token(s) of {args.principal} from {path}")
+            raise SystemExit(0 if removed else 1)
+        token = tokens.mint(path, args.principal, args.namespace, args.read_namespace)
+    except SpatialMemoryError as exc:
+        sys.stderr.write(f"{PROG}: {exc.message}\n")
+        raise SystemExit(2) from None
+    sys.stderr.write(f"token for {args.principal} added to {path}; it is shown only now:\n")
+    print(token)
 
 
 def _doctor_command(args: argparse.Namespace) -> None:
@@ -212,7 +273,13 @@ def _doctor_command(args: argparse.Namespace) -> None:
             sys.stderr.write(f"{PROG}: {describe_settings_error(exc)}\n")
             raise SystemExit(2) from None
     else:
-        path = args.path.expanduser().resolve()
+        path = args.path if "://" in args.path else Path(args.path).expanduser().resolve()
+    if isinstance(path, str):  # a store on object storage
+        sys.stderr.write(
+            f"{PROG}: doctor checks and repairs stores on a local disk; {path} is on object storage, whose "
+            "provider keeps its durability (its versions are Lance's own: a failed commit never becomes one)\n"
+        )
+        raise SystemExit(2)
     from .runtime.imports import import_heavy_modules
     from .storage import doctor
 
@@ -225,12 +292,12 @@ def _doctor_command(args: argparse.Namespace) -> None:
     raise SystemExit(0 if report.healthy else 1)
 
 
-def serve() -> None:
-    """Serve MCP on stdio until the client goes away."""
+def serve(**overrides) -> None:
+    """Serve MCP on stdio until the client goes away (over HTTP until a signal, with transport=http)."""
     from .config import Settings, describe_settings_error
 
     try:
-        settings = Settings()
+        settings = Settings(**overrides)
     except Exception as exc:  # noqa: BLE001 - one clear line, no traceback
         sys.stderr.write(f"{PROG}: {describe_settings_error(exc)}\n")
         raise SystemExit(2) from None
@@ -246,6 +313,10 @@ def serve() -> None:
     from .runtime.heap import limit_arenas
 
     limit_arenas()  # before any thread starts
+    if settings.transport == "http":
+        from .transport.http import serve_http
+
+        return serve_http(settings)
     from .transport import stdio_pipes
 
     if settings.fast_handshake and stdio_pipes.pipes_on_stdio():

@@ -8,6 +8,9 @@ from typing import Literal
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+# Stores on object storage, served through LanceDB's own object-store support.
+REMOTE_SCHEMES = ("s3", "gs", "az")
+
 # The model this package ships (served by embeddings/ on onnxruntime), and the default.
 BUNDLED_MODEL = "all-MiniLM-L6-v2"
 
@@ -30,10 +33,17 @@ class Settings(BaseSettings):
         env_ignore_empty=True,
     )
 
-    path: Path = Field(
+    path: Path | str = Field(
         default_factory=default_data_dir,
         validation_alias=AliasChoices("SPATIAL_MEMORY_PATH", "SPATIAL_MEMORY_MEMORY_PATH"),
-        description="Storage directory (LanceDB data, model cache, exports).",
+        description="Storage directory (LanceDB data, model cache, exports), or a store on object storage: "
+        "s3://bucket/prefix, gs://bucket/prefix or az://container/prefix (credentials and endpoint from the "
+        "standard environment, e.g. AWS_ENDPOINT_URL; what must stay local goes to SPATIAL_MEMORY_LOCAL_PATH).",
+    )
+    local_path: Path = Field(
+        default_factory=default_data_dir,
+        description="With a store on object storage: the local directory for the model cache, exports and "
+        "imports, and the capture spool.",
     )
     embedding_model: str = Field(
         BUNDLED_MODEL,
@@ -158,7 +168,70 @@ class Settings(BaseSettings):
     max_import_file_mb: float = Field(100.0, gt=0)
     max_import_records: int = Field(100_000, ge=1)
 
-    @field_validator("path", mode="after")
+    # Serving over HTTP (a team server): see the README's "Team server".
+    transport: Literal["stdio", "http"] = Field(
+        "stdio", description="stdio (what MCP clients start) or http (MCP's streamable HTTP at /mcp)."
+    )
+    host: str = Field(
+        "127.0.0.1",
+        description="The HTTP address to listen on. Beyond localhost only with a tokens file or OAuth configured.",
+    )
+    port: int = Field(8765, ge=0, le=65_535, description="The HTTP port (0: any free port, logged at start).")
+    http_sessions: bool = Field(
+        False,
+        description="Keep MCP sessions over HTTP (one server, or sticky load balancing). Default: stateless, every "
+        "request stands alone, so any replica behind a load balancer can answer it.",
+    )
+    http_max_request_mb: float = Field(
+        64.0,
+        gt=0,
+        description="The largest HTTP request body (MB); a bigger one gets 413. The tool limits allow bigger "
+        "remember_batch / import calls than this default: split them, or raise it.",
+    )
+    tokens_file: Path | None = Field(
+        None,
+        description="Bearer tokens (stored hashed) naming a principal and its namespaces: `spatial-memory tokens add`.",
+    )
+    oauth_issuer: str | None = Field(
+        None, description="OAuth 2.1 resource-server mode: the authorization server whose JWT access tokens count."
+    )
+    oauth_audience: str | None = Field(
+        None, description="The `aud` the access tokens must carry (default: the resource URL)."
+    )
+    oauth_jwks_url: str | None = Field(
+        None, description="The issuer's JWKS (default: jwks_uri from the issuer's metadata)."
+    )
+    oauth_resource_url: str | None = Field(
+        None,
+        description="This server's public MCP URL, e.g. https://memory.example.com/mcp "
+        "(default: http://<host>:<port>/mcp).",
+    )
+    oauth_namespaces_claim: str = Field(
+        "spatial_memory_namespaces",
+        description="The access-token claim listing the namespaces the subject may read and write "
+        "(a list, or a space-separated string; `team-*` is a prefix).",
+    )
+    oauth_read_namespaces_claim: str = Field(
+        "spatial_memory_read_namespaces", description="The claim listing namespaces the subject may only read."
+    )
+    oauth_required_scopes: list[str] = Field(
+        default_factory=list, description="OAuth scopes every access token must carry (JSON list)."
+    )
+
+    @field_validator("path", mode="before")
+    @classmethod
+    def _location(cls, value: object) -> object:
+        """A directory made absolute, or a store URI with its scheme checked and no trailing slash."""
+        if isinstance(value, str) and "://" in value:
+            scheme, _, rest = value.partition("://")
+            if scheme.lower() not in REMOTE_SCHEMES:
+                raise ValueError(f"unsupported store URI scheme '{scheme}://' (use a directory, s3://, gs:// or az://)")
+            if not rest.strip("/"):
+                raise ValueError("a store URI needs a bucket: s3://bucket/prefix")
+            return f"{scheme.lower()}://{rest.strip('/')}"
+        return Path(value).expanduser().resolve() if isinstance(value, (str, Path)) else value
+
+    @field_validator("local_path", mode="after")
     @classmethod
     def _absolute(cls, value: Path) -> Path:
         return value.expanduser().resolve()
@@ -177,20 +250,43 @@ class Settings(BaseSettings):
         return platformdirs.user_cache_path("spatial-memory-mcp", appauthor=False)
 
     @property
-    def db_path(self) -> Path:
-        return self.path / "lancedb"
+    def remote_store(self) -> str | None:
+        """The store's URI when it lives on object storage, else None."""
+        return self.path if isinstance(self.path, str) else None
+
+    @property
+    def local_dir(self) -> Path:
+        """Where what must be local lives: the store's directory, or local_path beside a remote store."""
+        return self.local_path if isinstance(self.path, str) else self.path
+
+    @property
+    def db_path(self) -> Path | str:
+        """The LanceDB database: <path>/lancedb, or the store URI itself."""
+        return self.path if isinstance(self.path, str) else self.path / "lancedb"
 
     @property
     def model_cache_dir(self) -> Path:
-        return self.path / "models"
+        return self.local_dir / "models"
+
+    @property
+    def resource_url(self) -> str:
+        """This server's MCP endpoint as clients reach it (OAuth's resource identifier)."""
+        if self.oauth_resource_url:
+            return self.oauth_resource_url
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/mcp"
+
+    @property
+    def authorization_configured(self) -> bool:
+        return self.tokens_file is not None or self.oauth_issuer is not None
 
     @property
     def allowed_export_dirs(self) -> list[Path]:
-        return [d.expanduser().resolve() for d in self.export_dirs] or [self.path / "exports"]
+        return [d.expanduser().resolve() for d in self.export_dirs] or [self.local_dir / "exports"]
 
     @property
     def allowed_import_dirs(self) -> list[Path]:
-        return [d.expanduser().resolve() for d in self.import_dirs] or [self.path / "exports"]
+        return [d.expanduser().resolve() for d in self.import_dirs] or [self.local_dir / "exports"]
 
 
 def describe_settings_error(exc: Exception) -> str:

@@ -113,3 +113,8 @@ class InternalError(SpatialMemoryError):
 
 class ResultTooLargeError(SpatialMemoryError):
     """A result is larger than the configured limit; ask for less."""
+
+
+class PermissionDeniedError(SpatialMemoryError):
+    """The authenticated principal may not use this namespace (team server); the message lists the
+    namespaces it may use. Memories of other principals are never named: they are not found."""

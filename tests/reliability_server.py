@@ -1,4 +1,5 @@
-"""The real stdio server with the fast fake embedder, for the reliability tests' many processes.
+"""The real stdio server with the fast fake embedder, for the reliability tests' many processes
+(and the HTTP server with SPATIAL_MEMORY_TRANSPORT=http, for tests/test_team_server.py).
 
     PYTHONPATH=<repo> python -m tests.reliability_server
 
@@ -23,6 +24,10 @@ def main() -> None:
     logging.basicConfig(
         stream=sys.stderr, level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    if settings.transport == "http":
+        from spatial_memory.transport.http import serve_http
+
+        serve_then_exit(lambda: serve_http(settings, embedder=HashEmbedder()))
     serve_then_exit(lambda: create_server(settings, embedder=HashEmbedder()).run("stdio"))
 
 

@@ -139,17 +139,10 @@ def typed_error(answer: dict[str, Any], error_type: str, *mentions: str) -> str:
     return message
 
 
-# ---- 1. every tool's success path -----------------------------------------------------------
-
-
-def test_every_tool_succeeds_through_the_typescript_client(node, tmp_path):
-    """Every tool tools/list offers is called once or more, and the TypeScript client accepts each
-    result: no throw, structuredContent valid against the outputSchema, text equal to it."""
-    store = new_store(tmp_path, "store")
-    exchange = tmp_path / "exchange"
-    seeds = seed_memories()
-    unknown = str(uuid.uuid4())
-    steps: list[dict[str, Any]] = [
+def every_tool_steps(seeds: list[dict[str, Any]], unknown: str, export_path: str) -> list[dict[str, Any]]:
+    """A scenario calling every tool (test_team_server.py runs it over HTTP): step 0 stores `seeds`,
+    "$N.path" refers to step N's result (driver.mjs); `unknown` is an id no memory has."""
+    return [
         {"call": "remember_batch", "arguments": {"memories": seeds}},  # 0
         {
             "call": "remember",
@@ -208,7 +201,7 @@ def test_every_tool_succeeds_through_the_typescript_client(node, tmp_path):
         {"call": "stats", "arguments": {}},  # 18
         {"call": "stats", "arguments": {"namespace": NS, "include_index_details": False}},  # 19
         {"call": "namespaces", "arguments": {}},  # 20
-        {"call": "export_memories", "arguments": {"output_path": str(exchange / "all.json"), "namespace": NS}},  # 21
+        {"call": "export_memories", "arguments": {"output_path": export_path, "namespace": NS}},  # 21
         {"call": "export_memories", "arguments": {"output_path": "all.parquet"}},  # 22
         {"call": "export_memories", "arguments": {"output_path": "all.csv"}},  # 23
         {"call": "import_memories", "arguments": {"source_path": "all.json", "namespace_override": "imported"}},  # 24
@@ -257,6 +250,19 @@ def test_every_tool_succeeds_through_the_typescript_client(node, tmp_path):
         {"call": "recall", "arguments": {"query": "Billing moved to MySQL 8.", "namespace": NS, "expand": 3}},  # 47
         {"call": "setup_hooks", "arguments": {"client": "cursor", "scope": "project"}},  # 48
     ]
+
+
+# ---- 1. every tool's success path -----------------------------------------------------------
+
+
+def test_every_tool_succeeds_through_the_typescript_client(node, tmp_path):
+    """Every tool tools/list offers is called once or more, and the TypeScript client accepts each
+    result: no throw, structuredContent valid against the outputSchema, text equal to it."""
+    store = new_store(tmp_path, "store")
+    exchange = tmp_path / "exchange"
+    seeds = seed_memories()
+    unknown = str(uuid.uuid4())
+    steps = every_tool_steps(seeds, unknown, str(exchange / "all.json"))
     with TsClient(node, server_spec(store, **exchange_env(exchange)), tmp_path / "driver.log") as client:
         listed = {t["name"] for t in client.tools}
         assert client.connected["tools"]["pages"] == 1  # the SDK keeps output validators of the last page only

@@ -57,7 +57,7 @@ class ContextServer:
     def __init__(self, app: Any, budget_seconds: float = 10.0) -> None:
         self._app = app
         self._budget = budget_seconds
-        self._path = socket_path(app.resources.settings.path)
+        self._path = socket_path(app.resources.settings.local_dir)
         self._sock: socket.socket | None = None
         self._thread: threading.Thread | None = None
 
@@ -65,7 +65,7 @@ class ContextServer:
         """Listen, unless another live server of this store already does; returns whether it listens."""
         if self._path is None:
             return False
-        if ask(self._app.resources.settings.path, "", "", None, 0.5) is not None:
+        if ask(self._app.resources.settings.local_dir, "", "", None, 0.5) is not None:
             return False  # another server of this store answers
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:

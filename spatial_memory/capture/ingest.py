@@ -62,7 +62,7 @@ class SpoolIngester:
     def __init__(self, app: Any, context_server: Any = None) -> None:
         self._app = app
         self._context_server = context_server
-        self._spool = Spool(app.resources.settings.path)
+        self._spool = Spool(app.resources.settings.local_dir)
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -111,7 +111,7 @@ def run_ingester(settings: Any) -> int:
     from ..runtime.resources import Resources
     from ..server.app import App
 
-    spool = Spool(settings.path)
+    spool = Spool(settings.local_dir)
     total = 0
     app = None
     while spool.has_work():

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -23,7 +24,13 @@ from .mcp_server import SpatialMemoryMCPServer
 from .prompts import register_prompts
 from .resources import register_resources
 
+if TYPE_CHECKING:
+    from ..auth.scope import NamespaceScope
+
 log = logging.getLogger(__name__)
+
+# Principals whose services (and result caches) stay built; older ones are rebuilt on their next call.
+MAX_SCOPED_APPS = 64
 
 INSTRUCTIONS = """Persistent memory as a semantic space. Store facts, decisions and context with
 `remember`; find them with `recall` (by meaning) or `hybrid_recall` (meaning + keywords). Explore
@@ -37,7 +44,26 @@ class App:
 
     resources: Resources
 
+    def for_scope(self, scope: NamespaceScope | None) -> App:
+        """The App a principal's requests use (None: this one, full access). Its services reach the
+        store only through the confined store of auth/principal.py, and their result caches are its
+        own: nothing cached for one principal is served to another. Built once per scope."""
+        if scope is None:
+            return self
+        with self._scoped_lock:
+            app = self._scoped.pop(scope, None)
+            if app is None:
+                from ..auth.principal import ScopedResources
+
+                app = App(ScopedResources(self.resources, scope))  # type: ignore[arg-type]
+            self._scoped[scope] = app  # most recently used last
+            while len(self._scoped) > MAX_SCOPED_APPS:
+                self._scoped.pop(next(iter(self._scoped)))
+            return app
+
     def __post_init__(self) -> None:
+        self._scoped: dict[NamespaceScope, App] = {}
+        self._scoped_lock = threading.Lock()
         from ..services.connections import ConnectionService
         from ..services.consolidation import ConsolidationService
         from ..services.extraction import ExtractionService
@@ -78,10 +104,15 @@ def _capture_ingester(app: App):
 
 
 def create_server(
-    settings: Settings, *, embedder: Embedder | None = None, clock: Callable[[], datetime] | None = None
+    settings: Settings,
+    *,
+    embedder: Embedder | None = None,
+    clock: Callable[[], datetime] | None = None,
+    auth: Any = None,
+    token_verifier: Any = None,
 ) -> SpatialMemoryMCPServer:
     """The server for these settings; `embedder` and `clock` replace the configured model and the
-    wall clock (tests)."""
+    wall clock (tests); `auth` and `token_verifier` (auth/setup.py) protect the HTTP transport."""
 
     @asynccontextmanager
     async def lifespan(server: SpatialMemoryMCPServer) -> AsyncIterator[App]:
@@ -108,6 +139,8 @@ def create_server(
         lifespan=lifespan,
         log_level=settings.log_level,
         tools=build_tools(settings),
+        auth=auth,
+        token_verifier=token_verifier,
     )
     register_resources(server)
     register_prompts(server)

@@ -22,7 +22,8 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 
-from ..errors import SpatialMemoryError, ValidationError
+from ..auth.principal import current_scope
+from ..errors import PermissionDeniedError, SpatialMemoryError, ValidationError
 from ..tools.calls import failure, internal_failure
 from ..transport.handshake import Handover, HandshakeCache, Recorder
 from ..validation import argument_problem
@@ -47,6 +48,12 @@ class SpatialMemoryMCPServer(MCPServer):
             problem = self._unknown_argument(name, arguments)
         if problem is not None:
             return failure(ValidationError(f"Invalid arguments: {problem}"))
+        scope = current_scope()
+        if scope is not None:  # a team server's principal names only its own namespaces
+            try:
+                scope.check_arguments(arguments, writes=name not in self._read_only)
+            except PermissionDeniedError as exc:
+                return failure(exc)
         try:
             return await super().call_tool(name, arguments, context)
         except RecursionError:
@@ -64,6 +71,7 @@ class SpatialMemoryMCPServer(MCPServer):
     def __init__(self, *args: Any, tools: list[Tool], **kwargs: Any) -> None:
         super().__init__(*args, tools=tools, **kwargs)
         self._schemas = {tool.name: tool.parameters for tool in tools}
+        self._read_only = {t.name for t in tools if t.annotations is not None and t.annotations.read_only_hint}
 
     def _describe(self, name: str, exc: pydantic.ValidationError) -> str:
         """The SDK's validation errors, up to five, each with where it happened; an unknown key in a

@@ -1,11 +1,49 @@
-"""MCP prompts: ready-made requests a user can pick in a client's prompt menu."""
+"""MCP prompts: ready-made requests a user can pick in a client's prompt menu.
+
+On a team server a prompt naming a namespace its principal may not use is refused
+(PermissionDeniedError, its message listing the namespaces it may use), as a tool call would be.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 from pydantic import Field
+
+from ..auth.principal import current_scope
+from ..errors import PermissionDeniedError
+
+DEFAULT_NAMESPACE = "default"
+
+
+def _permitted(check: Callable[[str], None], namespace: str) -> str:
+    try:
+        check(namespace)
+    except PermissionDeniedError as exc:  # an MCPError keeps its message (the SDK hides any other's)
+        raise MCPError(code=INVALID_PARAMS, message=f"{exc.error_type}: {exc.message}") from None
+    return namespace
+
+
+def _readable(namespace: str | None) -> str | None:
+    scope = current_scope()
+    if scope is None or namespace is None:
+        return namespace
+    return _permitted(scope.check_read, namespace)
+
+
+def _writable(namespace: str | None) -> str:
+    """The namespace to store in: the one asked for, else "default", or on a team server the
+    principal's first writable namespace."""
+    scope = current_scope()
+    if scope is None:
+        return namespace or DEFAULT_NAMESPACE
+    if namespace is None:
+        namespace = next((p for p in scope.writable if not p.endswith("*")), DEFAULT_NAMESPACE)
+    return _permitted(scope.check_write, namespace)
 
 
 def register_prompts(server: MCPServer) -> None:
@@ -17,6 +55,7 @@ def register_prompts(server: MCPServer) -> None:
         task: Annotated[str, Field(description="The task about to be done.")],
         namespace: Annotated[str | None, Field(description="Only this namespace (default: all).")] = None,
     ) -> str:
+        namespace = _readable(namespace)
         scope = f' with namespace="{namespace}"' if namespace else ""
         return (
             f"Before working on this task, find what my memory already holds about it.\n\nTask: {task}\n\n"
@@ -31,8 +70,11 @@ def register_prompts(server: MCPServer) -> None:
         description="Store a summary of this session: decisions, facts learned, open questions.",
     )
     def save_session_summary(
-        namespace: Annotated[str, Field(description="Namespace to store the memories in.")] = "default",
+        namespace: Annotated[
+            str | None, Field(description='Namespace to store the memories in (default: "default").')
+        ] = None,
     ) -> str:
+        namespace = _writable(namespace)
         return (
             "Summarise this session for my memory. Write one memory per decision, learned fact, preference, "
             "solved problem (with its fix) and open question, each a self-contained sentence that will make "

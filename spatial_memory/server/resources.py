@@ -1,8 +1,9 @@
 """MCP resources: the store's statistics, its namespaces, a namespace's newest memories, one memory.
 
 Each read runs one service method in a worker thread, like a tool, and returns its typed
-result as JSON. A missing memory or namespace is a resource-not-found error (JSON-RPC
-invalid params); other typed errors keep their message.
+result as JSON. A missing memory or namespace, or a namespace a team server's principal may not
+read, is an invalid-params error naming its type (as the SDK answers a resource not found); other
+typed errors keep their message.
 """
 
 from __future__ import annotations
@@ -14,7 +15,14 @@ import anyio
 import pydantic
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 
-from ..errors import MemoryNotFoundError, NamespaceNotFoundError, SpatialMemoryError, ValidationError
+from ..auth.principal import current_scope
+from ..errors import (
+    MemoryNotFoundError,
+    NamespaceNotFoundError,
+    PermissionDeniedError,
+    SpatialMemoryError,
+    ValidationError,
+)
 from ..tools.calls import in_worker
 from .mcp_server import SpatialMemoryMCPServer
 
@@ -22,13 +30,22 @@ JSON = "application/json"
 RECENT_LIMIT = 20
 
 
-async def _read(server: SpatialMemoryMCPServer, fn: Callable[[Any], pydantic.BaseModel]) -> str:
+async def _read(
+    server: SpatialMemoryMCPServer, fn: Callable[[Any], pydantic.BaseModel], *, namespace: str | None = None
+) -> str:
+    """`fn(app)` as JSON; `namespace`: the one the URI names, which a team server's principal must
+    be allowed to read."""
     app = server.app  # static resources get no request context (SDK), so the lifespan's App from the server
     if app is None:
         raise ResourceError("the server is not running")
+    scope = current_scope()
+    app = app.for_scope(scope)  # a team server's principal reads only its namespaces
     try:
+        if scope is not None and namespace is not None:
+            scope.check_read(namespace)
         result = await anyio.to_thread.run_sync(in_worker(fn), app, abandon_on_cancel=True)
-    except (MemoryNotFoundError, NamespaceNotFoundError, ValidationError) as exc:
+    # Invalid params, as the SDK answers a not-found resource: the URI names something the caller cannot read.
+    except (MemoryNotFoundError, NamespaceNotFoundError, ValidationError, PermissionDeniedError) as exc:
         raise ResourceNotFoundError(f"{exc.error_type}: {exc.message}") from exc
     except SpatialMemoryError as exc:
         raise ResourceError(f"{exc.error_type}: {exc.message}") from exc
@@ -56,7 +73,7 @@ def register_resources(server: SpatialMemoryMCPServer) -> None:
         mime_type=JSON,
     )
     async def recent(namespace: str) -> str:
-        return await _read(server, lambda app: app.memory.recent(namespace, limit=RECENT_LIMIT))
+        return await _read(server, lambda app: app.memory.recent(namespace, limit=RECENT_LIMIT), namespace=namespace)
 
     @server.resource("memory://memory/{memory_id}", name="memory", description="One memory by id.", mime_type=JSON)
     async def memory(memory_id: str) -> str:

@@ -63,7 +63,9 @@ class NamespaceService(Service):
         raw = store.stats()
         indices = [IndexInfo(**i) for i in raw["indices"]]
         lengths = pc.utf8_length(table.column("content")) if total else None
-        storage_bytes = _directory_size(self._settings.db_path)
+        # A store on object storage: the bytes of its current version (older ones await cleanup).
+        remote = self._settings.remote_store is not None
+        storage_bytes = int(raw["total_bytes"]) if remote else _directory_size(self._settings.db_path)
         return StatsResult(
             total_memories=total,
             memories_by_namespace=by_namespace,

@@ -12,7 +12,12 @@ SMALL_INDEX_CACHE_BYTES = 64 << 20
 LARGE_INDEX_CACHE_BYTES = 1024 << 20
 
 
-def connect(db_path: Path, index_cache_bytes: int):
+def is_remote(db_path: Path | str) -> bool:
+    """A store on object storage (a URI such as s3://bucket/prefix), not a local directory."""
+    return isinstance(db_path, str) and "://" in db_path
+
+
+def connect(db_path: Path | str, index_cache_bytes: int):
     from ..runtime.imports import prepare_lancedb_import
 
     prepare_lancedb_import()
@@ -20,7 +25,9 @@ def connect(db_path: Path, index_cache_bytes: int):
 
     # Consistency interval 0: every read sees commits made by other processes. The caches are
     # bounded: by default LanceDB lets them grow to gigabytes, holding every superseded
-    # version of the full-text index that compaction leaves behind.
+    # version of the full-text index that compaction leaves behind. A URI (s3://, gs://, az://)
+    # goes to LanceDB's object store, which reads credentials and endpoint from the environment
+    # (AWS_ENDPOINT_URL, AWS_ALLOW_HTTP, AWS_REGION, ...).
     session = lancedb.Session(index_cache_size_bytes=index_cache_bytes, metadata_cache_size_bytes=METADATA_CACHE_BYTES)
     return lancedb.connect(str(db_path), read_consistency_interval=timedelta(0), session=session)
 

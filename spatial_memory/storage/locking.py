@@ -31,36 +31,24 @@ except ImportError:
 _LOCK_BUSY_ERRNOS = {errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK, errno.EDEADLK, getattr(errno, "EDEADLOCK", 0)}
 
 
-class StoreLock:
-    """The write lock of one store: re-entrant within a thread, exclusive across threads and
-    across every process on the same storage path (two editor windows, a hook plus a server).
+class ReentrantLock:
+    """A write lock re-entrant within a thread and exclusive across threads; the first entry of a
+    thread also takes the store's cross-process part (`_lock_shared`), the last exit lets it go.
+    Entering refuses work for a request whose client has gone away (see cancellation)."""
 
-    Across processes it is an exclusive `fcntl.flock` (`msvcrt.locking` on Windows) on a lock
-    file next to the table. The kernel drops it when its holder dies, so a crashed or killed
-    server never leaves the store locked. Waiting is bounded: after `timeout` seconds the
-    write fails with a StorageError that says to retry, and nothing is changed.
-
-    Entering also refuses work for a request whose client has gone away (see cancellation).
-    """
-
-    def __init__(self, path: Path, timeout: float) -> None:
-        self.path = path
+    def __init__(self, timeout: float) -> None:
         self.timeout = timeout
         self._thread_lock = threading.RLock()
         self._depth = 0
-        self._fd: int | None = None
-        self._cross_process = fcntl is not None or msvcrt is not None
-        if not self._cross_process:  # pragma: no cover - no platform lacks both
-            log.warning("no file locking on this platform: processes sharing %s are not serialized", path)
 
-    def __enter__(self) -> StoreLock:
+    def __enter__(self) -> ReentrantLock:
         check_cancelled()
         deadline = time.monotonic() + self.timeout
         if not self._thread_lock.acquire(timeout=self.timeout):
             raise self._busy()
         try:
-            if self._depth == 0 and self._cross_process:
-                self._lock_file(deadline)
+            if self._depth == 0:
+                self._lock_shared(deadline)
             self._depth += 1
         except BaseException:
             self._thread_lock.release()
@@ -70,16 +58,53 @@ class StoreLock:
     def __exit__(self, *exc_info: object) -> None:
         self._depth -= 1
         try:
-            if self._depth == 0 and self._cross_process:
-                self._unlock_file()
+            if self._depth == 0:
+                self._unlock_shared()
         finally:
             self._thread_lock.release()
+
+    def _lock_shared(self, deadline: float) -> None:
+        raise NotImplementedError
+
+    def _unlock_shared(self) -> None:
+        raise NotImplementedError
+
+    def probe(self) -> str:
+        raise NotImplementedError
 
     def _busy(self) -> StorageError:
         return StorageError(
             f"the memory store is busy (another spatial-memory process has held its write lock for over "
             f"{self.timeout:g} s); nothing was changed, retry"
         )
+
+
+class StoreLock(ReentrantLock):
+    """The write lock of a store on a local path: re-entrant within a thread, exclusive across
+    threads and across every process on the same storage path (two editor windows, a hook plus a
+    server). A store on object storage has a LeaseLock instead (lease.py).
+
+    Across processes it is an exclusive `fcntl.flock` (`msvcrt.locking` on Windows) on a lock
+    file next to the table. The kernel drops it when its holder dies, so a crashed or killed
+    server never leaves the store locked. Waiting is bounded: after `timeout` seconds the
+    write fails with a StorageError that says to retry, and nothing is changed.
+    """
+
+    def __init__(self, path: Path, timeout: float) -> None:
+        super().__init__(timeout)
+        self.path = path
+        self._fd: int | None = None
+        self._cross_process = fcntl is not None or msvcrt is not None
+        if not self._cross_process:  # pragma: no cover - no platform lacks both
+            log.warning("no file locking on this platform: processes sharing %s are not serialized", path)
+
+    def _lock_shared(self, deadline: float) -> None:
+        if self._cross_process:
+            self._lock_file(deadline)
+
+    def _unlock_shared(self) -> None:
+        if self._cross_process:
+            self._unlock_file()
 
     def probe(self) -> str:
         """Without waiting: "free", "held" (a write is running, in this process or another) or

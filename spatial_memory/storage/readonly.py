@@ -18,10 +18,13 @@ from .locking import LOCK_FILE
 _READ_ONLY_ERRNOS = {errno.EROFS, errno.EACCES, errno.EPERM}
 
 
-def read_only_reason(db_path: Path, *, forced: bool = False) -> str | None:
-    """Why the store at db_path cannot be written, or None when it can."""
+def read_only_reason(db_path: Path | str, *, forced: bool = False) -> str | None:
+    """Why the store at db_path cannot be written, or None when it can (a store on object storage,
+    a URI, is writable unless forced: its permissions show on the first write)."""
     if forced:
         return "SPATIAL_MEMORY_READ_ONLY is set"
+    if isinstance(db_path, str):
+        return None
     if db_path.is_dir() and not os.access(db_path, os.W_OK):
         return f"its directory {db_path} is not writable"
     try:  # the first thing every write does; root passes os.access on read-only media only here

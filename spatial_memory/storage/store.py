@@ -40,6 +40,7 @@ from .connection import (
     SideTables,
     connect,
     in_one_trip,
+    is_remote,
     take_in_order,
 )
 from .exact_index import ExactIndex, ExactSearch, Written
@@ -57,7 +58,8 @@ from .filters import (
 from .fulltext import FullTextSearch
 from .history import RetiredState, VersionHistory
 from .indexing import IndexPolicy
-from .locking import INDEX_LOCK_FILE, LOCK_FILE, WRITE_ATTEMPTS, StoreLock, backoff, is_retryable
+from .lease import INDEX_LEASE, WRITE_LEASE, LeaseLock, open_lease_table
+from .locking import INDEX_LOCK_FILE, LOCK_FILE, WRITE_ATTEMPTS, ReentrantLock, StoreLock, backoff, is_retryable
 from .maintenance import Maintenance
 from .readonly import ReadOnlyLock, read_only_message, read_only_reason
 from .records import MemoryRecord, ScoredMemory, is_uuid, utc_now
@@ -125,7 +127,7 @@ class MemoryStore(
 ):
     def __init__(
         self,
-        db_path: Path,
+        db_path: Path | str,
         model_id: str,
         dim: int,
         *,
@@ -146,22 +148,34 @@ class MemoryStore(
         self._compact_threshold = compact_fragment_threshold
         self._retention = timedelta(seconds=version_retention_seconds)
         self._writes_since_compaction = 0
-        try:
-            db_path.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StorageError(f"cannot create the memory store directory {db_path}: {exc}") from exc
-        # Shared with every process on this path: writes and maintenance take it (StoreLock). A
-        # store that cannot be written gets a lock that refuses every write (readonly.py).
-        self._write_lock: StoreLock | ReadOnlyLock = StoreLock(db_path / LOCK_FILE, lock_timeout_seconds)
-        self.read_only_reason = read_only_reason(db_path, forced=read_only)
-        if self.read_only_reason:
-            log.warning("the memory store at %s is read-only: %s", db_path, self.read_only_reason)
-            self._write_lock = ReadOnlyLock(read_only_message(self.read_only_reason))
+        remote = is_remote(db_path)
+        if not remote:
+            try:
+                db_path.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StorageError(f"cannot create the memory store directory {db_path}: {exc}") from exc
         self.damage: Damage | None = None  # set when the newest version could not be read
         self._db_path = db_path
         try:
             self._index_cache_bytes = index_cache_bytes  # None: sized by _cache_bytes()
             self._db = connect(db_path, index_cache_bytes or SMALL_INDEX_CACHE_BYTES)
+            # Shared with every process on this store: writes and maintenance take it - the file
+            # lock (StoreLock) on a local path, a lease (lease.py) on object storage. A store that
+            # cannot be written gets a lock that refuses every write (readonly.py).
+            self.read_only_reason = read_only_reason(db_path, forced=read_only)
+            if self.read_only_reason:
+                log.warning("the memory store at %s is read-only: %s", db_path, self.read_only_reason)
+                self._write_lock: ReentrantLock | ReadOnlyLock = ReadOnlyLock(read_only_message(self.read_only_reason))
+                self._index_lock: ReentrantLock | ReadOnlyLock = self._write_lock
+            elif remote:
+                leases = open_lease_table(self._db)
+                self._write_lock = LeaseLock(leases, WRITE_LEASE, lock_timeout_seconds)
+                # Index builds take their own lock so they never block writers; a busy lock means
+                # another process is already building, and this one skips its turn.
+                self._index_lock = LeaseLock(leases, INDEX_LEASE, 0.05)
+            else:
+                self._write_lock = StoreLock(db_path / LOCK_FILE, lock_timeout_seconds)
+                self._index_lock = StoreLock(db_path / INDEX_LOCK_FILE, 0.05)
             # Two servers starting on a new store create the table once.
             with nullcontext() if self.read_only else self._write_lock:
                 if TABLE_NAME in self._db.list_tables().tables:
@@ -182,9 +196,6 @@ class MemoryStore(
         # Below the approximate index's threshold, searches run on an in-memory exact copy.
         self._exact = ExactIndex(dim, max_rows=2 * self._index_policy.vector_index_threshold)
         self._exact_skipped_at: int | None = None  # a version found too big for the copy
-        # Index builds take their own lock so they never block writers; a busy lock means
-        # another process is already building, and this one skips its turn.
-        self._index_lock = StoreLock(db_path / INDEX_LOCK_FILE, 0.05)
         self._vector_indexed = False
         self._index_checked_at = 0.0
         self._refresh_index_state()
@@ -206,6 +217,8 @@ class MemoryStore(
         try:
             self._table = self._db.open_table(TABLE_NAME)
         except Exception as exc:
+            if is_remote(self._db_path):
+                raise  # recovery's view of the last good version is built of local symlinks
             cache = self._index_cache_bytes or SMALL_INDEX_CACHE_BYTES
             opened = open_last_good(self._db_path, lambda path: connect(path, cache), exc)
             if opened is None:

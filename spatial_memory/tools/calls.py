@@ -19,6 +19,7 @@ import pydantic
 from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
+from ..auth.principal import current_scope
 from ..errors import InternalError, ResultTooLargeError, SpatialMemoryError, ValidationError
 from ..runtime.imports import import_heavy_modules
 from ..transport.cancellation import request_scope
@@ -125,7 +126,8 @@ async def call(ctx: Context, fn: Callable[[Any], pydantic.BaseModel], *, progres
     """Run `fn(app)` in a worker thread and wrap its result or error.
 
     With `progress`, the client gets a progress notification every second until it finishes."""
-    app = ctx.request_context.lifespan_context
+    # The caller's view: a team server's principal gets an App confined to its namespaces.
+    app = ctx.request_context.lifespan_context.for_scope(current_scope())
     upkeep = app.resources.upkeep
     upkeep.call_started()  # background bookkeeping waits for a pause between calls
     try:

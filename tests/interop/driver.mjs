@@ -1,12 +1,15 @@
-// Drives an MCP stdio server with the official TypeScript SDK client, the way Claude Desktop,
-// Claude Code and the MCP Inspector do, for tests/test_interop_typescript.py.
+// Drives an MCP server with the official TypeScript SDK client, the way Claude Desktop, Claude Code
+// and the MCP Inspector do, for tests/test_interop_typescript.py and tests/test_team_server.py: a
+// stdio server it starts, or an HTTP server already running (streamable HTTP, bearer token).
 //
 //   node driver.mjs scenario.json     run a whole scenario, print one JSON line per step
 //   node driver.mjs < lines           the first stdin line is the header, every later line a step;
 //                                     each answer line is printed as soon as the step finishes
 //
 // Header / scenario: {"server": {"command", "args", "env", "cwd"}, "timeoutMs"?, "steps"?: [...]}.
-// The server's stderr goes to this process's stderr.
+// The server's stderr goes to this process's stderr. With {"server": {"url", "headers"?}} the client
+// connects to that URL with the SDK's StreamableHTTPClientTransport, sending the headers (an
+// Authorization bearer token) with every request.
 //
 // Steps:
 //   {"call": "<tool>", "arguments": {...}, "progress"?: true, "timeoutMs"?: n}
@@ -34,6 +37,7 @@ import { createInterface } from "node:readline";
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
 const DEFAULT_TIMEOUT_MS = 300_000;
 
@@ -149,13 +153,15 @@ async function runStep(client, step, outputs, defaultTimeout) {
 
 async function connect(header) {
   const server = header.server;
-  const transport = new StdioClientTransport({
-    command: server.command,
-    args: server.args ?? [],
-    env: server.env,
-    cwd: server.cwd,
-    stderr: "inherit",
-  });
+  const transport = server.url
+    ? new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: server.headers ?? {} } })
+    : new StdioClientTransport({
+        command: server.command,
+        args: server.args ?? [],
+        env: server.env,
+        cwd: server.cwd,
+        stderr: "inherit",
+      });
   const client = new Client({ name: "spatial-memory-interop-test", version: "1.0.0" }, { capabilities: {} });
   await client.connect(transport, { timeout: header.timeoutMs ?? DEFAULT_TIMEOUT_MS });
   const tools = await allPages((p) => client.listTools(p), "tools");
