@@ -18,21 +18,11 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 
 from .common import call, call_result, percentiles, print_table, server, short_texts
-from .run import build_synthetic_store
-
-
-def _store(root: Path, n: int) -> Path:
-    store = root / f"latency-{n}"
-    if not (store / "lancedb").exists():
-        store.mkdir(parents=True, exist_ok=True)
-        t = time.perf_counter()
-        build_synthetic_store(store, n)
-        print(f"built synthetic store of {n:,} in {time.perf_counter() - t:.1f} s")
-    return store
+from .run import latency_store
 
 
 async def measure(root: Path, trees: list[Path], n: int, queries: int, rounds: int) -> list[dict[str, object]]:
-    source = _store(root, n)
+    source = latency_store(root, n)
     questions = short_texts(queries, seed=12345)
     timings: dict[tuple[int, str], list[float]] = {}
     async with AsyncExitStack() as stack:

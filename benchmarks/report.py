@@ -74,7 +74,11 @@ def targets(cold, ingest, latency) -> list[dict[str, Any]]:
             }
         )
     for row in rows:
-        for kind, queries in (("nearby", "stored memories"), ("text", "free-text queries")):
+        for kind, queries in (
+            ("nearby", "stored memories"),
+            ("text", "free-text queries, meaning only"),
+            ("text_ns", "the same within one namespace"),
+        ):
             value = row.get(f"ann_recall_at_10_{kind}")
             if value is not None:
                 out.append(

@@ -215,21 +215,25 @@ def vector_index_state(store: Path) -> str:
 
 async def ann_recall(client, store: Path, questions: list[str], samples: int = 50) -> dict[str, float]:
     """recall@10 of the server's answers against exact brute force over every stored vector:
-    `nearby` of stored memories (queries close to the data, as recalls of stored facts are) and
-    `recall` of free text (queries far from all of these synthetic vectors: near-ties, the hard case)."""
+    `nearby` of stored memories (queries close to the data, as recalls of stored facts are), and
+    `recall` by meaning only (hybrid_alpha 1.0: the fused ranking is not a cosine order) of free
+    text, over the whole store and within one namespace (the index's filtered search)."""
     import numpy as np
 
     from spatial_memory.embeddings.onnx_encoder import OnnxSentenceEncoder, bundled_model_dir
     from spatial_memory.storage.connection import connect as _connect
 
     table = _connect(store / "lancedb", 64 << 20).open_table("memories")
-    scan = table.search().select(["id", "vector"]).limit(None).to_arrow()
+    scan = table.search().select(["id", "namespace", "vector"]).limit(None).to_arrow()
     ids = np.array(scan.column("id").to_pylist(), dtype=object)
+    in_ns3 = np.asarray(scan.column("namespace").to_pylist(), dtype=object) == "ns3"
     vectors = scan.column("vector").combine_chunks().values.to_numpy().reshape(len(ids), -1)
     del scan
 
-    def exact(query: np.ndarray, skip: str | None = None) -> set[str]:
+    def exact(query: np.ndarray, skip: str | None = None, only: np.ndarray | None = None) -> set[str]:
         scores = vectors @ query
+        if only is not None:
+            scores = np.where(only, scores, -np.inf)
         top = np.argpartition(-scores, 11)[:11]
         ranked = [ids[i] for i in top[np.argsort(-scores[top])] if ids[i] != skip]
         return set(ranked[:10])
@@ -240,28 +244,46 @@ async def ann_recall(client, store: Path, questions: list[str], samples: int = 5
         got = await call(client, "nearby", {"memory_id": ids[row], "limit": 10})
         near.append(len({m["id"] for m in got["neighbors"]} & exact(vectors[row], skip=ids[row])) / 10)
     encoder = OnnxSentenceEncoder(bundled_model_dir(), store / "models")  # the server built it there
-    far = []
+    far, far_ns = [], []
     for question, query in zip(questions[:samples], encoder.encode(questions[:samples])):
-        got = await call(client, "recall", {"query": question, "limit": 10})
+        args = {"query": question, "limit": 10, "hybrid_alpha": 1.0}
+        got = await call(client, "recall", args)
         far.append(len({m["id"] for m in got["memories"]} & exact(query)) / 10)
+        got = await call(client, "recall", {**args, "namespace": "ns3"})
+        far_ns.append(len({m["id"] for m in got["memories"]} & exact(query, only=in_ns3)) / 10)
     return {
         "ann_recall_at_10_nearby": round(float(np.mean(near)), 3),
         "ann_recall_at_10_text": round(float(np.mean(far)), 3),
+        "ann_recall_at_10_text_ns": round(float(np.mean(far_ns)), 3),
     }
+
+
+BUILT_MARK = "built"  # written into a synthetic store once its build (indexes included) finished
+
+
+def latency_store(root: Path, n: int) -> Path:
+    """The store the latency section measures at n memories: one a run kept under the store
+    root (an ingest store, or a synthetic store whose build finished), or a new synthetic one.
+    A synthetic store without the mark is an interrupted build and is built again."""
+    ingest_store = root / f"ingest-batch-{n}"
+    if ingest_store.exists():
+        return ingest_store
+    store = root / f"latency-{n}"
+    if (store / BUILT_MARK).exists():
+        return store
+    models = root / "cold-first" / "models"
+    store = _fresh_store(root, f"latency-{n}", models if models.exists() else None)
+    t = time.perf_counter()
+    build_synthetic_store(store, n)
+    (store / BUILT_MARK).write_text(f"{n} memories in {time.perf_counter() - t:.0f} s\n")
+    print(f"built synthetic store of {n:,} in {time.perf_counter() - t:.1f} s")
+    return store
 
 
 async def latency(root: Path, sizes: tuple[int, ...], queries: int = 200) -> dict[str, Any]:
     rows = []
-    models = root / "cold-first" / "models"
     for n in sizes:
-        existing = [root / f"ingest-batch-{n}", root / f"latency-{n}"]
-        if any(p.exists() for p in existing):
-            store = next(p for p in existing if p.exists())
-        else:
-            store = _fresh_store(root, f"latency-{n}", models if models.exists() else None)
-            t = time.perf_counter()
-            build_synthetic_store(store, n)
-            print(f"built synthetic store of {n:,} in {time.perf_counter() - t:.1f} s")
+        store = latency_store(root, n)
         questions = short_texts(queries, seed=12345)
         async with server(store) as (client, pid):
             tools = {t.name for t in (await client.list_tools()).tools}
@@ -420,6 +442,10 @@ async def main_async(args: argparse.Namespace) -> None:
             results["ingest"] = await ingest(root, tuple(int(x) for x in args.ingest_sizes.split(",")))
         if "latency" in only:
             sizes = tuple(int(x) for x in args.latency_sizes.split(",")) + ((100_000, 1_000_000) if args.large else ())
+            if args.build_only:
+                for n in sizes:
+                    latency_store(root, n)
+                return
             results["latency"] = await latency(root, sizes)
         if "spatial" in only:
             results["spatial"] = await spatial(root, tuple(int(x) for x in args.spatial_sizes.split(",")))
@@ -461,7 +487,15 @@ def main() -> None:
     parser.add_argument("--ref-rounds", type=int, default=3)
     parser.add_argument("--store-root", default="", help="reuse/keep stores here (e.g. a prebuilt 1M store)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary stores")
-    asyncio.run(main_async(parser.parse_args()))
+    parser.add_argument(
+        "--build-only",
+        action="store_true",
+        help="only build the latency section's synthetic stores under --store-root (measure them in a later run)",
+    )
+    args = parser.parse_args()
+    if args.build_only and not args.store_root:
+        parser.error("--build-only needs --store-root (the stores it builds are for a later run)")
+    asyncio.run(main_async(args))
 
 
 if __name__ == "__main__":

@@ -125,6 +125,25 @@ def test_bulk_insert_asks_for_compaction(tmp_path):
     assert store.needs_compaction()  # so upkeep folds the rows into the full-text index soon
 
 
+def test_access_counts_rewriting_rows_out_of_the_full_text_index_ask_for_compaction(tmp_path, monkeypatch):
+    """Below the vector index, recall's access counts rewrite rows, which leave the full-text index
+    (every keyword search then scans them): past FTS_UNINDEXED_MAX such rows, upkeep compacts
+    without waiting for the fragment threshold or a pause in the writes."""
+    from spatial_memory.storage import maintenance
+
+    store = MemoryStore(tmp_path / "db", "unit-model", 8, compact_fragment_threshold=50)
+    records = [_record(f"note {i}") for i in range(20)]
+    store.add(records)
+    store.compact()
+    assert store.fts_unindexed_rows() == 0 and not store.needs_compaction()
+    monkeypatch.setattr(maintenance, "FTS_UNINDEXED_MAX", 5)
+    store.record_access({r.id: 1 for r in records[:10]})
+    assert store.fts_unindexed_rows() == 10 and store.needs_compaction()
+    store.compact()
+    assert store.fts_unindexed_rows() == 0 and not store.needs_compaction()
+    assert {r.id for r, _ in store.fts_search("note", 50)} == {r.id for r in records}
+
+
 @pytest.mark.parametrize("query", NASTY_QUERIES)
 def test_match_text_is_plain_words(query):
     terms = match_text(query)

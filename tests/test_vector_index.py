@@ -60,6 +60,20 @@ def test_index_is_built_past_threshold_and_stays_accurate(tmp_path):
     got = store.search(q, 10, build_filter(namespace="ns2"))
     assert {h.record.namespace for h in got} == {"ns2"}
     assert len(exact & {h.record.id for h in got}) >= 9
+    # recall's candidates there (the best rows of the table filtered afterwards, their columns read last)
+    candidates = store.search_candidates(q, 50, build_filter(namespace="ns2"))
+    assert len(candidates) == 50 and {r.namespace for r in store.get_many(candidates.ids)} == {"ns2"}
+    assert len(exact & set(candidates.ids)) >= 9
+    found = store.fts_search("memory", 20, build_filter(namespace="ns1"))
+    assert len(found) == 20 and {r.namespace for r, _ in found} == {"ns1"}
+    # A namespace whose rows the table's best rows do not hold: the filter goes first.
+    rare = [
+        MemoryRecord(id=new_id(), content=f"rare {i}", namespace="rare", vector=v)
+        for i, v in enumerate(clustered(40, rng))
+    ]
+    store.add(rare)
+    assert {h.record.id for h in store.search(q, 5, build_filter(namespace="rare"))} <= {r.id for r in rare}
+    assert len(store.search(q, 5, build_filter(namespace="rare"))) == 5
 
     # Rows written after the build are found before the next upkeep pass.
     fresh = records(clustered(5, rng), offset=10_000)

@@ -93,6 +93,11 @@ class Resources:
                         ),
                         read_only=self.settings.read_only,
                     )
+                    if self._store.fts_lags():
+                        # A store left with many rows outside its full-text index (a server that
+                        # stopped right after a burst of writes) would scan them in every keyword
+                        # search until upkeep found a pause between calls: compact now instead.
+                        self.upkeep.poke()
         return self._store
 
     @property

@@ -91,18 +91,25 @@ class SearchService(Service):
         self._keyword_pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
 
-    def _keyword_search(self, store, query: str, limit: int, flt: Filter) -> Future:
+    def _keyword_search(self, store, query: str, limit: int, flt: Filter, version: int) -> Future:
         """The keyword search, started on a thread of its own: it needs no query vector, so it runs
-        while the query is embedded (LanceDB and onnxruntime both leave the GIL)."""
+        while the query is embedded (LanceDB and onnxruntime both leave the GIL). It reads the
+        table at the search's version."""
         with self._pool_lock:
             if self._keyword_pool is None:
                 self._keyword_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="keyword-search")
-        return self._keyword_pool.submit(store.fts_candidates, query, limit, flt)
+
+        def search():
+            with store.one_version(version):
+                return store.fts_candidates(query, limit, flt)
+
+        return self._keyword_pool.submit(search)
 
     def ranked(self, query: str, **options: Any) -> list[RankedHit]:
         """The best memories for a query, by meaning, keywords and conversation context (see
         `_ranked`)."""
-        return self._ranked(query, **options)[0]
+        with self._r.store().one_version():
+            return self._ranked(query, **options)[0]
 
     def _ranked(
         self,
@@ -153,7 +160,7 @@ class SearchService(Service):
             ]
             return hits, query_vector
         depth = search_depth(limit)
-        keyword = self._keyword_search(store, query, 2 * depth, flt)
+        keyword = self._keyword_search(store, query, 2 * depth, flt, store.version)
         query_vector = self.query_vector(query)  # while the keyword search runs
         by_vector = None
         if alpha > 0.0 and as_of is not None:
@@ -234,20 +241,21 @@ class SearchService(Service):
             raise ValidationError(f"expand must be an integer from 0 to {MAX_EXPAND}")
         if expand and as_of is not None:
             raise ValidationError("expand cannot be combined with as_of: relations and links are today's; drop one")
-        pinned = self.pinned(namespace) if as_of is None else []
+        with self._r.store().one_version():
+            pinned = self.pinned(namespace) if as_of is None else []
+            hits, query_vector = self._ranked(
+                query,
+                as_of=as_of,
+                limit=limit + len(pinned),
+                alpha=DEFAULT_PARAMS.alpha if hybrid_alpha is None else hybrid_alpha,
+                namespace=namespace,
+                tags=tags,
+                filters=filters,
+                min_similarity=min_similarity,
+                since=since,
+                until=until,
+            )
         pinned_ids = {r.id for r in pinned}
-        hits, query_vector = self._ranked(
-            query,
-            as_of=as_of,
-            limit=limit + len(pinned),
-            alpha=DEFAULT_PARAMS.alpha if hybrid_alpha is None else hybrid_alpha,
-            namespace=namespace,
-            tags=tags,
-            filters=filters,
-            min_similarity=min_similarity,
-            since=since,
-            until=until,
-        )
         hits = [h for h in hits if h.record.id not in pinned_ids][:limit]
         firsts = [ScoredMemory(r, float(np.clip(np.dot(r.vector, query_vector), 0.0, 1.0))) for r in pinned]
         for first in firsts:

@@ -16,8 +16,9 @@ import numpy as np
 import pyarrow as pa
 
 from .exact_index import Snapshot
-from .filters import Filter
+from .filters import NO_MATCH, Filter
 from .records import MemoryRecord
+from .schema import vectors_of
 
 # The columns of the copy's summary table that the ranking reads.
 RANKING_COLUMNS = ["content", "session_id", "sequence", "speaker", "occurred_at"]
@@ -135,6 +136,16 @@ class Candidates:
         ]
 
 
+# What a candidate read from LanceDB brings: a few short columns and the vector, not the whole
+# record (at 100,000 rows, 50 nearest rows: 6 ms against 17 ms with every summary column).
+CANDIDATE_COLUMNS = ["id", *RANKING_COLUMNS, "vector"]
+
+
+def _of_table(table: pa.Table) -> Candidates:
+    """Candidates from a LanceDB result holding CANDIDATE_COLUMNS."""
+    return Candidates.of_columns(table.column("id").to_pylist(), table, vectors_of(table))
+
+
 class CandidateSearch:
     """MemoryStore's searches for ranking: candidates as columns, and the records of the final hits."""
 
@@ -147,8 +158,12 @@ class CandidateSearch:
             columns = self._candidate_rows(snap, rows)
             if columns is not None:
                 return columns
-        hits = self.search(vector, limit, flt, with_vectors=True)
-        return Candidates.of_records([hit.record for hit in hits], self.dim)
+        where = self._search_where(flt)
+        if where is NO_MATCH:
+            return Candidates.empty(self.dim)
+        # The ranking reads its columns and the full vectors, so the index's candidates need no
+        # re-ranking on them (refine) first; the final hits' records come in `materialize`.
+        return _of_table(self._nearest(vector, limit, flt, where, CANDIDATE_COLUMNS, refine=False))
 
     def fts_candidates(self, text: str, limit: int, flt: Filter | None) -> tuple[Candidates, list[float]]:
         """The best keyword matches and their BM25 scores, best first (as `fts_search`)."""
@@ -164,9 +179,10 @@ class CandidateSearch:
                 columns = self._candidate_rows(snap, [row for row, _ in kept])
                 if columns is not None:
                     return columns, [score for _, score in kept]
-        hits_with_records = self.fts_search(text, limit, flt, with_vectors=True)
-        records = [r for r, _ in hits_with_records]
-        return Candidates.of_records(records, self.dim), [s for _, s in hits_with_records]
+        table = self._fts_query(text, limit, flt, CANDIDATE_COLUMNS)
+        if table is None:
+            return Candidates.empty(self.dim), []
+        return _of_table(table), [float(s) for s in table.column("_score").to_pylist()]
 
     def neighbour_candidates(self, windows: Sequence[tuple[str, int, int]], flt: Filter | None) -> Candidates:
         """Memories whose session and sequence lie in one of the windows (as `neighbours`)."""

@@ -32,8 +32,11 @@ if TYPE_CHECKING:
     from .records import MemoryRecord
     from .relations import Relation, RelationGraph
 
-# Facts about the store itself, not about any memory: passed through unchanged.
-_STORE_FACTS = frozenset({"dim", "model_id", "read_only", "read_only_reason", "version", "needs_compaction", "damage"})
+# Facts about the store itself, not about any memory, and one_version (which version this
+# thread's reads check): passed through unchanged.
+_STORE_FACTS = frozenset(
+    {"dim", "model_id", "read_only", "read_only_reason", "version", "needs_compaction", "damage", "one_version"}
+)
 
 
 class ConfinedStore:

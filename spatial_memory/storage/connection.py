@@ -32,6 +32,34 @@ def connect(db_path: Path | str, index_cache_bytes: int):
     return lancedb.connect(str(db_path), read_consistency_interval=timedelta(0), session=session)
 
 
+def in_one_trip(table, start, columns: list[str], limit: int | None, where: str | None, *, postfilter: bool = False):
+    """The Arrow result of a query on `table` (a LanceDB table): `start(its async handle)` begins
+    it (e.g. `.query().nearest_to_text(...)`), then the columns, the limit (None: every row) and
+    `where` (a prefilter; with `postfilter`, applied to the `limit` best rows instead).
+
+    LanceDB's synchronous query builders hand each step to its event loop thread in turn: the
+    table's schema three times, the query, then each batch. A hand-off costs ~0.2 ms on a quiet
+    host and a millisecond or more when the cores are busy; the same query on the table's async
+    handle is one hand-off (a keyword search at 10,000 rows: ~2 ms less CPU)."""
+    from lancedb.background_loop import LOOP
+
+    query = start(table._table).select(columns)
+    query = query.limit(limit) if limit is not None else query
+    if where:
+        query = query.where(where).postfilter() if postfilter else query.where(where)
+    return LOOP.run(query.to_arrow())
+
+
+def take_in_order(table, row_ids: list[int], columns: list[str]):
+    """The rows with these row ids (the columns), in the order given, in one hand-off; a row
+    gone since its id was read is left out."""
+    from lancedb.background_loop import LOOP
+
+    found = LOOP.run(table._table.take_row_ids(row_ids).select(columns).with_row_id().to_arrow())
+    at = {row_id: i for i, row_id in enumerate(found.column("_rowid").to_pylist())}
+    return found.take([at[r] for r in row_ids if r in at]).drop_columns(["_rowid"])
+
+
 class SideTables:
     """The small tables beside `memories` (history, relations, co-recall links), each opened once
     per connection and created by its first write. A part of MemoryStore (it uses `_db`)."""

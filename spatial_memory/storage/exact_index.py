@@ -377,7 +377,7 @@ class ExactSearch:
         if self._vector_index_ready():
             return None
         try:
-            version = self._table.version
+            version = self.version
             snap = self._exact.current(version)
             if snap is not None or not load or self._exact_skipped_at == version:
                 return snap

@@ -38,11 +38,23 @@ def match_text(text: str) -> str:
 class FullTextSearch:
     """MemoryStore's full-text methods."""
 
-    def has_fts_index(self) -> bool:
-        return any(
-            list(index.columns) == ["content"] and str(index.index_type).upper() in ("FTS", "INVERTED")
-            for index in self._table.list_indices()
+    def _fts_index(self):
+        return next(
+            (
+                index
+                for index in self._table.list_indices()
+                if list(index.columns) == ["content"] and str(index.index_type).upper() in ("FTS", "INVERTED")
+            ),
+            None,
         )
+
+    def has_fts_index(self) -> bool:
+        return self._fts_index() is not None
+
+    def fts_unindexed_rows(self) -> int:
+        """Rows the full-text index does not cover yet (every keyword search scans them); 0 without an index."""
+        index = self._fts_index()
+        return int(getattr(index, "num_unindexed_rows", 0) or 0) if index is not None else 0
 
     def _ensure_fts_index(self) -> None:
         """Create LanceDB's native full-text index on `content` when the table has none.
@@ -105,11 +117,14 @@ class FullTextSearch:
         where = self._search_where(flt)
         if where is NO_MATCH:
             return None
-        query = self._table.search(MatchQuery(terms, "content"), query_type="fts")
-        query = query.select([*columns, "_score"]).limit(limit)
-        if where:
-            query = query.where(where, prefilter=True)
         try:
-            return query.to_arrow()
+            return self._namespace_search(
+                lambda table, rows, share: table.query().nearest_to_text(MatchQuery(terms, "content")),
+                columns,
+                "_score",
+                limit,
+                flt,
+                where,
+            )
         except Exception as exc:
             raise StorageError(f"keyword search failed: {exc}") from exc

@@ -10,6 +10,7 @@ Queries over an indexed table re-rank the index's candidates on the full vectors
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 
 log = logging.getLogger(__name__)
@@ -28,6 +29,14 @@ class IndexPolicy:
     # each one: measured at 100,000 rows, 3 segments cost 14.4 ms a query against 11.3 ms for
     # one. Past this many, the index is rebuilt as a single segment.
     max_segments: int = 3
+
+    def search_ef(self, k: int, share: float = 1.0) -> int:
+        """The HNSW search width for k results among `share` of the rows (a namespace filter). A
+        prefiltered search fills its width with rows that pass the filter only, walking ~1/share as
+        much of the graph, so the width shrinks with the share: at 100,000 rows, 50 of one
+        namespace's tenth took 8 ms at width 50 and 20-34 ms at 400, with recall@50 against exact
+        search 0.998 and 1.000."""
+        return max(k, math.ceil(self.ef * share))
 
 
 def vector_index(table):

@@ -21,6 +21,12 @@ CLEANUP_MARGIN_SECONDS = 5.0
 
 # Writes left outside the indexes are folded in once the store has been quiet this long.
 IDLE_COMPACT_SECONDS = 10.0
+# Rows outside the full-text index are tokenized and scored by a scan in every keyword search:
+# at 10,000 rows a keyword search took 4.9 ms with none and 14-21 ms with 1,872. Without a vector
+# index, each recall's access counts rewrite its hits' rows, so a busy server that never pauses
+# leaves hundreds more outside after each access write; past this many, it compacts (0.24 s at
+# 10,000 rows) without waiting for a pause or for the fragment threshold.
+FTS_UNINDEXED_MAX = 256
 
 
 class Maintenance:
@@ -33,7 +39,13 @@ class Maintenance:
         if self.read_only or self._writes_since_compaction == 0:
             return False
         idle = time.monotonic() - getattr(self, "_last_write", 0.0) > IDLE_COMPACT_SECONDS
-        return self._writes_since_compaction > self._compact_threshold or idle
+        return self._writes_since_compaction > self._compact_threshold or idle or self.fts_lags()
+
+    def fts_lags(self) -> bool:
+        """More than FTS_UNINDEXED_MAX rows outside the full-text index, on a table without a vector
+        index. With one, recall's counts go to the access ledger and rewrite no rows, and every
+        compaction adds an index segment, so only the fragment threshold applies there."""
+        return not self.read_only and not self._vector_index_ready() and self.fts_unindexed_rows() > FTS_UNINDEXED_MAX
 
     def compact(self) -> None:
         """Merge small fragments and drop old versions, keeping search fast as the table grows.

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import json
 import logging
+import math
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
@@ -32,7 +34,15 @@ from ..errors import ConfigurationError, SpatialMemoryError, StorageError
 from .access_ledger import ACCESS_COLUMNS, AccessCounts, AccessLedger
 from .candidates import CandidateSearch
 from .co_recall import CoRecall
-from .connection import LARGE_INDEX_CACHE_BYTES, SMALL_INDEX_CACHE_BYTES, SideTables, connect, is_remote
+from .connection import (
+    LARGE_INDEX_CACHE_BYTES,
+    SMALL_INDEX_CACHE_BYTES,
+    SideTables,
+    connect,
+    in_one_trip,
+    is_remote,
+    take_in_order,
+)
 from .exact_index import ExactIndex, ExactSearch, Written
 from .filters import (
     MAX_LIST_VALUES,
@@ -76,6 +86,10 @@ DATA_STORAGE_VERSION = "2.1"
 
 
 BULK_ROWS = 1000
+# A namespace's search on an indexed table: the best OVERFETCH x limit / share rows of the whole
+# table, filtered afterwards, when that is at most POSTFILTER_MAX_ROWS (see _namespace_search).
+OVERFETCH = 2.0
+POSTFILTER_MAX_ROWS = 2000
 
 
 def _written(records: Sequence[MemoryRecord]) -> list[Written]:
@@ -128,6 +142,8 @@ class MemoryStore(
         self.model_id = model_id
         self.now = clock  # every expiry is judged by it (tests move it)
         self._expiry_at_version: tuple[int, float] | None = None
+        self._pinned = threading.local()  # the version `one_version` read, per thread
+        self._shares: dict[str, tuple[int, float]] = {}  # namespace -> (version, share of the rows)
         self.dim = dim
         self._compact_threshold = compact_fragment_threshold
         self._retention = timedelta(seconds=version_retention_seconds)
@@ -249,7 +265,23 @@ class MemoryStore(
 
     @property
     def version(self) -> int:
-        return self._table.version
+        """The table's version: the newest one, or the one this thread's `one_version` read."""
+        pinned = getattr(self._pinned, "version", None)
+        return self._table.version if pinned is None else pinned
+
+    @contextmanager
+    def one_version(self, version: int | None = None) -> Iterator[int]:
+        """Reads in this thread check the table version once (or take the one given, read by
+        another thread of the same search), not once per step: each check is a hand-off to
+        LanceDB's event loop thread, ~0.2 ms on a quiet host and 1 ms or more on a busy one, and a
+        ranked recall has five steps that check it. Only for reads: a commit of this process
+        during the block makes the copy move on, and the block's steps then ask LanceDB."""
+        outer = getattr(self._pinned, "version", None)
+        self._pinned.version = version = version if version is not None else self.version
+        try:
+            yield version
+        finally:
+            self._pinned.version = outer
 
     def count(self, flt: Filter | None = None) -> int:
         if flt is not None and flt.metadata:
@@ -273,7 +305,8 @@ class MemoryStore(
             if fetched is not None:
                 now = self.now()
                 return self._with_accesses([r for r in fetched if not r.expired(now)])
-        table = self._scan(self._where(build_filter(ids=wanted)), columns)
+        # one row per id at most: no count of the matching rows first
+        table = self._scan(self._where(build_filter(ids=wanted)), columns, limit=len(wanted))
         by_id = {r.id: r for r in rows_to_records(table)}
         return self._with_accesses([by_id[i] for i in wanted if i in by_id])
 
@@ -318,7 +351,7 @@ class MemoryStore(
     def _earliest_expiry(self) -> float:
         """The first expiry (epoch seconds) of a memory not pinned, inf when none expires; kept per
         table version, so a store where nothing has expired searches without an extra clause."""
-        version = self._table.version
+        version = self.version
         cached = self._expiry_at_version
         if cached is not None and cached[0] == version:
             return cached[1]
@@ -378,15 +411,10 @@ class MemoryStore(
     def _scan(
         self, where: str | None, columns: list[str], limit: int | None = None, *, exact_count: bool = True
     ) -> pa.Table:
-        query = self._table.search().select(columns)
-        if where:
-            query = query.where(where)
-        if limit is None and not exact_count:
-            query = query.limit(None)
-        else:
-            query = query.limit(limit if limit is not None else max(self._table.count_rows(where), 1))
+        if limit is None and exact_count:
+            limit = max(self._table.count_rows(where), 1)
         try:
-            return query.to_arrow()
+            return in_one_trip(self._table, lambda table: table.query(), columns, limit, where)
         except Exception as exc:
             raise StorageError(f"read failed: {exc}") from exc
 
@@ -422,17 +450,7 @@ class MemoryStore(
         if where is NO_MATCH:
             return []
         columns = SUMMARY_COLUMNS + (["vector"] if with_vectors else [])
-        query = self._table.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
-        query = query.distance_type("dot").select([*columns, "_distance"]).limit(limit)
-        if self._vector_index_ready():
-            # Search the HNSW graph wider and re-rank its candidates on the full vectors.
-            query = query.ef(self._index_policy.ef).refine_factor(self._index_policy.refine_factor)
-        if where:
-            query = query.where(where, prefilter=True)
-        try:
-            table = query.to_arrow()
-        except Exception as exc:
-            raise StorageError(f"vector search failed: {exc}") from exc
+        table = self._nearest(vector, limit, flt, where, columns, refine=True)
         distances = table.column("_distance").to_pylist()
         results = []
         records = self._with_accesses(rows_to_records(table.drop_columns(["_distance"])))
@@ -441,6 +459,68 @@ class MemoryStore(
             if similarity >= min_similarity:
                 results.append(ScoredMemory(record, similarity))
         return results
+
+    def _nearest(
+        self, vector: np.ndarray, limit: int, flt: Filter | None, where: str | None, columns: list[str], *, refine: bool
+    ) -> pa.Table:
+        """LanceDB's nearest rows (the columns and _distance). With the vector index: its HNSW graph
+        searched `IndexPolicy.search_ef` wide and, with `refine`, its candidates re-ranked on the
+        full vectors."""
+        policy = self._index_policy
+        indexed = self._vector_index_ready()
+
+        def nearest(table, rows: int, share: float):
+            query = table.query().nearest_to(np.asarray(vector, dtype=np.float32)).column("vector")
+            query = query.distance_type("dot")
+            if not indexed:
+                return query
+            query = query.ef(policy.search_ef(rows * (policy.refine_factor if refine else 1), share))
+            return query.refine_factor(policy.refine_factor) if refine else query
+
+        try:
+            return self._namespace_search(nearest, columns, "_distance", limit, flt, where)
+        except Exception as exc:
+            raise StorageError(f"vector search failed: {exc}") from exc
+
+    def _namespace_search(
+        self, start, columns: list[str], score: str, limit: int, flt: Filter | None, where: str | None
+    ) -> pa.Table:
+        """A search's Arrow result (the columns and its `score` column), `start(async table, rows,
+        share)` beginning it. On an indexed table, a search in one namespace asks for the best
+        OVERFETCH x limit / share rows of the whole table (ids and scores only), keeps the
+        namespace's, and reads the columns of the first `limit`: they are the namespace's best
+        whenever that many are there (else the filter goes first, as on small tables). At 1,000,000
+        rows, one namespace of ten: a keyword search for 100 ids took 23 ms so against 145 ms
+        filtering first, a vector search 10 ms against 35-65 ms."""
+        namespace = flt.only_namespace if flt is not None else None
+        if namespace is None or not self._vector_index_ready():
+            return in_one_trip(self._table, lambda table: start(table, limit, 1.0), [*columns, score], limit, where)
+        share = self._namespace_share(namespace)
+        wide = math.ceil(limit * OVERFETCH / share) if share > 0 else POSTFILTER_MAX_ROWS + 1
+        if wide <= POSTFILTER_MAX_ROWS:
+            best = in_one_trip(
+                self._table, lambda table: start(table, wide, 1.0).with_row_id(), [score], wide, where, postfilter=True
+            )
+            if best.num_rows >= limit:
+                best = best.slice(0, limit)
+                row_ids = best.column("_rowid").to_pylist()
+                rows = take_in_order(self._table, row_ids, columns)
+                if rows.num_rows == len(row_ids):  # else a row went away meanwhile: ask again below
+                    return rows.append_column(score, best.column(score))
+        return in_one_trip(self._table, lambda table: start(table, limit, share), [*columns, score], limit, where)
+
+    def _namespace_share(self, namespace: str) -> float:
+        """The share of the table's rows in this namespace, kept per table version (two counts
+        through the namespace's bitmap index: ~1 ms at 100,000 rows)."""
+        version = self.version
+        cached = self._shares.get(namespace)
+        if cached is None or cached[0] != version:
+            total = max(self._table.count_rows(), 1)
+            cached = self._shares[namespace] = (
+                version,
+                self._table.count_rows(build_filter(namespace=namespace).sql) / total,
+            )
+        return cached[1]
 
     def namespaces(self) -> list[NamespaceInfo]:
         table = self._scan(self._where(None), ["namespace", "created_at"])
