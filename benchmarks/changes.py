@@ -5,12 +5,11 @@ one server."""
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
 
-from .common import call, percentiles, print_table, server, short_texts
+from .common import call, listing_size, percentiles, print_table, server, short_texts
 
 
 async def changes(root: Path, n: int, build_store, fresh_store, queries: int = 100) -> dict[str, Any]:
@@ -22,9 +21,7 @@ async def changes(root: Path, n: int, build_store, fresh_store, queries: int = 1
     questions = short_texts(queries, seed=4242)
     rows: list[dict[str, Any]] = []
     async with server(store) as (client, _pid):
-        listing = (await client.list_tools()).tools
-        dumped = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listing]
-        size = len(json.dumps({"tools": dumped}, separators=(",", ":")))
+        listing_row = listing_size((await client.list_tools()).tools)
         await call(client, "recall", {"query": "warm-up", "namespace": "ns3"})
 
         async def timed(name: str, args_of) -> dict[str, float]:
@@ -61,6 +58,5 @@ async def changes(root: Path, n: int, build_store, fresh_store, queries: int = 1
         {"measure": "remember with the duplicate / contradiction check", **remember},
     ]
     print_table(f"Memories that change at {n:,} memories (ms, {queries} calls each)", rows)
-    listing_row = {"tools": len(dumped), "tools_list_chars": size, "approx_tokens": size // 4}
     print_table("tools/list size", [listing_row])
     return {"memories": n, "rows": rows, "tools_list": listing_row}

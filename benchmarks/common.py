@@ -98,6 +98,14 @@ def percentiles(samples_ms: list[float]) -> dict[str, float]:
     }
 
 
+def listing_size(tools: list[Any]) -> dict[str, int]:
+    """What a tools/list answer (the SDK's Tool objects) costs a model: compact JSON characters,
+    and about a quarter as many tokens."""
+    dumped = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]
+    size = len(json.dumps({"tools": dumped}, separators=(",", ":")))
+    return {"tools": len(dumped), "tools_list_chars": size, "approx_tokens": size // 4}
+
+
 def markdown_table(rows: list[dict[str, Any]]) -> list[str]:
     """Rows (dicts, columns in first-seen order) as the lines of an aligned markdown table."""
     if not rows:

@@ -183,6 +183,16 @@ def render() -> str:
             f"corpus_bridges compares every cross-namespace pair; {connections['bridges_found']:,} pairs reached 0.8.",
             "",
         ]
+    sizes = _load("tools_list_size")
+    if sizes:
+        lines += [
+            "### tools/list per tool profile (SPATIAL_MEMORY_TOOLS; `python -m benchmarks.tools_list_size`)",
+            "",
+            *markdown_table(sizes["rows"]),
+            "",
+            "Compact JSON as a client receives it; approx_tokens = characters / 4.",
+            "",
+        ]
     for name in ("team_load", "team_load_paced"):
         team = _load(name)
         if team:

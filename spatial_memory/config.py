@@ -71,6 +71,13 @@ class Settings(BaseSettings):
         ),
     )
 
+    tools: str = Field(
+        "all",
+        description="The tools the server lists: a profile (all; core: remember, remember_batch, recall, "
+        "update_memory, forget, namespaces; readonly: the tools that never write), tool names, or both, "
+        "comma-separated. Fewer tools, less context in every conversation.",
+    )
+
     max_content_length: int = Field(100_000, ge=1)
     max_batch_size: int = Field(1_000, ge=1)
     max_tags: int = Field(50, ge=0)
@@ -242,6 +249,13 @@ class Settings(BaseSettings):
         if not value.strip():
             raise ValueError("must not be empty")
         return value.strip()
+
+    @field_validator("tools")
+    @classmethod
+    def _known_tools(cls, value: str) -> str:
+        from .tools.profiles import parse_selection
+
+        return ",".join(parse_selection(value))
 
     @property
     def handshake_cache_dir(self) -> Path:

@@ -17,6 +17,16 @@ MAX_CONTEXT = 5  # recall's context: neighbours shown on each side of a hit
 MAX_EXPAND = 10
 DUPLICATE_SIMILARITY = (0.7, 0.99)  # dedup_threshold and consolidate's similarity_threshold
 
-# The settings the tool schemas are built from (tools/arguments.py); the handshake cache keys
-# its answers by them.
-SCHEMA_SETTINGS = ("max_content_length", "max_namespace_length", "max_tags", "max_tag_length", "max_batch_size")
+# The settings tools/list and initialize depend on: the limits the tool schemas are built from
+# (tools/arguments.py) and the tools listed (tools/profiles.py); the handshake cache keys its
+# answers by them.
+SCHEMA_SETTINGS = (
+    "max_content_length",
+    "max_namespace_length",
+    "max_tags",
+    "max_tag_length",
+    "max_batch_size",
+    "conversation_ttl_days",  # named in memory_type's description
+    "tools",
+)
+MAX_COMPLETIONS = 100  # values in one completion/complete answer (the MCP spec's limit)

@@ -68,6 +68,29 @@ def user_cache_dir(tmp_path_factory: pytest.TempPathFactory):
         os.environ["XDG_CACHE_HOME"] = previous
 
 
+@pytest.fixture(scope="session", autouse=True)
+def tools_built_once_per_schema():
+    """In-process servers share the Tool objects built for the same schema settings: building
+    them (the SDK's pydantic schemas) is ~0.13 s of CPU, paid by hundreds of test servers. Sound
+    because build_tools reads nothing else (test_handshake pins that) and nothing changes a Tool
+    once built; tests that call build_tools itself still build afresh."""
+    import spatial_memory.server.app as app_module
+    from spatial_memory.limits import SCHEMA_SETTINGS
+
+    build = app_module.build_tools
+    built: dict[str, list] = {}
+
+    def build_tools(settings):
+        key = json.dumps([getattr(settings, name) for name in SCHEMA_SETTINGS], default=str)
+        if key not in built:
+            built[key] = build(settings)
+        return list(built[key])
+
+    app_module.build_tools = build_tools
+    yield
+    app_module.build_tools = build
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
@@ -84,12 +107,35 @@ def fake_embedder() -> HashEmbedder:
 
 
 @pytest.fixture(scope="session")
-def real_embedder():
+def bundled_model(tmp_path_factory):
+    """The bundled model loaded in this process, and the directory of its ONNX graph: built once
+    per session. (router, models directory)"""
     from spatial_memory.embeddings import EmbeddingRouter
 
-    router = EmbeddingRouter(cache_dir=Path(__import__("tempfile").mkdtemp()) / "models")
+    models = tmp_path_factory.mktemp("onnx") / "models"
+    router = EmbeddingRouter(cache_dir=models)
     router.load()
-    return router
+    return router, models
+
+
+@pytest.fixture(scope="session")
+def real_embedder(bundled_model):
+    return bundled_model[0]
+
+
+@pytest.fixture(scope="session")
+def bundled_models(bundled_model) -> Path:
+    """The once-built ONNX graph that server processes load (reliability.new_store links a store to it)."""
+    return bundled_model[1]
+
+
+@pytest.fixture(scope="session")
+def cached_embedder(real_embedder):
+    """The bundled model, each text embedded once per session: the LoCoMo tests store and ask
+    the same turns and questions (test_conversation_recall, test_hybrid, test_recall_exactness)."""
+    from benchmarks.hybrid_locomo import CachedEmbedder
+
+    return CachedEmbedder(real_embedder)
 
 
 @pytest.fixture

@@ -15,8 +15,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 REPO = Path(__file__).resolve().parents[1]
 FAKE_MODEL_ID = "test-hash-embedder"
 FAKE_DIM = 64
@@ -77,16 +75,6 @@ def new_store(root: Path, name: str, models: Path | None = None) -> Path:
     if models is not None:
         (store / "models").symlink_to(models)  # the once-built ONNX graph
     return store
-
-
-@pytest.fixture(scope="session")
-def bundled_models(tmp_path_factory) -> Path:
-    """The bundled model's ONNX graph, built once per test session and shared by every store."""
-    from spatial_memory.embeddings import EmbeddingRouter
-
-    models = tmp_path_factory.mktemp("onnx") / "models"
-    EmbeddingRouter(cache_dir=models).load()
-    return models
 
 
 def open_store(store: Path, *, fake: bool = True):

@@ -7,8 +7,10 @@ so those checks look at the store's ledger itself (`store._ledger`)."""
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import lancedb
 import numpy as np
@@ -34,15 +36,26 @@ def vectors(n: int, seed: int = 0) -> np.ndarray:
     return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
-@pytest.fixture
-def indexed(tmp_path) -> tuple[MemoryStore, list[MemoryRecord]]:
-    store = MemoryStore(tmp_path / "db", "unit", DIM, index_policy=POLICY)
+@pytest.fixture(scope="module")
+def indexed_template(tmp_path_factory) -> tuple[Path, list[MemoryRecord]]:
+    """An indexed table, built once per module; each test gets a copy (`indexed`)."""
+    path = tmp_path_factory.mktemp("indexed") / "db"
+    store = MemoryStore(path, "unit", DIM, index_policy=POLICY)
     rows = [
         MemoryRecord(id=new_id(), content=f"memory number {i} about topic{i % 7}", namespace=f"ns{i % 3}", vector=v)
         for i, v in enumerate(vectors(ROWS))
     ]
     store.add(rows)
     store.compact()
+    assert indexed_vector_rows(store) == ROWS
+    return path, rows
+
+
+@pytest.fixture
+def indexed(indexed_template, tmp_path) -> tuple[MemoryStore, list[MemoryRecord]]:
+    template, rows = indexed_template
+    shutil.copytree(template, tmp_path / "db")
+    store = MemoryStore(tmp_path / "db", "unit", DIM, index_policy=POLICY)
     assert indexed_vector_rows(store) == ROWS
     return store, rows
 

@@ -24,6 +24,7 @@ from spatial_memory.server.app import App
 from spatial_memory.storage.records import NewMemory
 
 from .conftest import HashEmbedder
+from .reliability import new_store
 from .test_capture_hooks import fixture, hook_env, make_project, run_hook, store_settings
 
 NS = "project-my-proj"
@@ -91,10 +92,10 @@ def test_nothing_ready_within_the_budget_means_no_context(tmp_path: Path) -> Non
     assert build_within(0.2, tmp_path / "missing", NS, "s", None) == ""  # no store: nothing opened
 
 
-def test_without_a_server_the_next_hook_gets_the_captures_stored(tmp_path: Path) -> None:
+def test_without_a_server_the_next_hook_gets_the_captures_stored(tmp_path: Path, bundled_models: Path) -> None:
     """Hooks with no server running: Stop starts `spatial-memory ingest` (bundled model), and the
     next session's SessionStart answers with the summary it stored."""
-    store = tmp_path / "store"
+    store = new_store(tmp_path, "store", bundled_models)  # the session's once-built model graph
     project = make_project(tmp_path)
     transcript = tmp_path / "t.jsonl"
     transcript.write_text("")
@@ -110,7 +111,7 @@ def test_without_a_server_the_next_hook_gets_the_captures_stored(tmp_path: Path)
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    deadline = time.monotonic() + 120  # the ingester builds the bundled model's graph once
+    deadline = time.monotonic() + 120
     while Spool(store).pending_count() and time.monotonic() < deadline:
         time.sleep(0.5)
     assert Spool(store).pending_count() == 0

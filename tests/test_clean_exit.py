@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from .reliability import RawServer, bundled_models, new_store, open_store  # noqa: F401
+from .reliability import RawServer, new_store, open_store
 
 BATCH = 20
 ABORT_MARKERS = ("terminate called", "Traceback", "Fatal Python error", "core dumped")
@@ -79,7 +79,7 @@ def _check_store(store: Path, acknowledged: int, *, fake: bool) -> None:
 
 
 @pytest.mark.slow
-def test_closing_the_pipe_at_random_moments_exits_cleanly_with_the_real_model(tmp_path, bundled_models):  # noqa: F811
+def test_closing_the_pipe_at_random_moments_exits_cleanly_with_the_real_model(tmp_path, bundled_models):
     """The bundled model: a first-ever start (the ONNX graph built from the weights), then starts
     that load the cached graph; the client leaves at a random moment of each."""
     rng = random.Random(1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -40,7 +41,13 @@ def test_exports_default_under_data_dir(tmp_path):
 
 
 def test_bad_setting_fails_with_one_line(tmp_path):
-    env = {"PATH": "/usr/bin:/bin", "SPATIAL_MEMORY_PATH": str(tmp_path), "SPATIAL_MEMORY_MAX_BATCH_SIZE": "lots"}
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+        "SPATIAL_MEMORY_PATH": str(tmp_path),
+        "SPATIAL_MEMORY_MAX_BATCH_SIZE": "lots",
+        "SPATIAL_MEMORY_TOOLS": "core,rememberr",  # an unknown tool stops start-up, never ignored
+    }
     proc = subprocess.run(
         [sys.executable, "-m", "spatial_memory"],
         env=env,
@@ -53,6 +60,7 @@ def test_bad_setting_fails_with_one_line(tmp_path):
     assert proc.stdout == ""
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "SPATIAL_MEMORY_MAX_BATCH_SIZE" in lines[0], proc.stderr
+    assert "SPATIAL_MEMORY_TOOLS: " in lines[0] and "'rememberr'" in lines[0], proc.stderr
 
 
 def test_env_example_lists_every_setting():

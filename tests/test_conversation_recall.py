@@ -38,12 +38,12 @@ async def _recall_at_10(client, conv, namespace: str, extra: dict) -> float:
     return sum(scores) / len(scores)
 
 
-async def test_conversation_structure_fusion_and_context_through_mcp(tmp_path, real_embedder):
+async def test_conversation_structure_fusion_and_context_through_mcp(tmp_path, cached_embedder):
     from benchmarks import locomo
 
     (conv,) = [c for c in locomo.load(EVAL_PATH) if c.sample_id == CONVERSATION]
     settings = Settings(path=tmp_path / "store", preload=False, access_flush_seconds=3600)
-    async with Client(create_server(settings, embedder=real_embedder)) as client:
+    async with Client(create_server(settings, embedder=cached_embedder)) as client:
         for namespace, structure in (("with", True), ("without", False)):
             items = [t.memory(namespace, structure=structure) for t in conv.turns]
             for start in range(0, len(items), 500):

@@ -178,11 +178,14 @@ def test_recorder_learns_answers_and_drops_second_answers(tmp_path):
     assert recorder.outgoing('{"jsonrpc":"2.0","id":8,"error":{"code":1,"message":"x"}}\n') is True
 
 
-async def test_cached_answers_depend_only_on_the_fingerprinted_settings(tmp_path):
+async def test_cached_answers_depend_only_on_the_fingerprinted_settings(tmp_path, monkeypatch):
     """The cache is keyed by code, SDK and the settings the tool schemas are built from: any
     other setting must leave every cached answer unchanged, and those settings must change both
     the answers and the fingerprint."""
     from spatial_memory.server.app import create_server
+
+    # Every server builds its own tools here (not the suite's shared ones: conftest.py).
+    monkeypatch.setattr("spatial_memory.server.app.build_tools", build_tools)
 
     async def answers(settings):
         server = create_server(settings, embedder=HashEmbedder())
@@ -197,6 +200,28 @@ async def test_cached_answers_depend_only_on_the_fingerprinted_settings(tmp_path
     assert fingerprint(plain) == fingerprint(unrelated)
     assert await answers(plain) != await answers(limits)
     assert fingerprint(plain) != fingerprint(limits)
+    profile = Settings(path=tmp_path / "d", preload=False, tools="core")  # the listed tools and the instructions
+    assert await answers(plain) != await answers(profile)
+    assert fingerprint(plain) != fingerprint(profile)
+
+
+def test_the_tools_are_built_from_the_fingerprinted_settings_only(tmp_path):
+    """Every setting the tool schemas and the tool selection read is one the cache is keyed by
+    (a description naming a setting's value counts)."""
+    from spatial_memory.limits import SCHEMA_SETTINGS
+    from spatial_memory.tools import build_tools
+
+    class Recorder:
+        def __init__(self, settings: Settings) -> None:
+            self.settings, self.read = settings, set()
+
+        def __getattr__(self, name: str):
+            self.read.add(name)
+            return getattr(self.settings, name)
+
+    recorder = Recorder(Settings(path=tmp_path, preload=False))
+    assert build_tools(recorder)
+    assert recorder.read and recorder.read <= set(SCHEMA_SETTINGS), recorder.read - set(SCHEMA_SETTINGS)
 
 
 def test_the_fingerprint_covers_every_module_of_the_package():

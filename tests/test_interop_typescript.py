@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from .interop.node import NodeTools, TsClient, node_tools, run_scenario
-from .reliability import bundled_models, new_store, server_args, server_env  # noqa: F401
+from .reliability import new_store, server_args, server_env
 
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 NS = "interop"
@@ -441,7 +441,7 @@ def test_degenerate_geometry_still_validates(node, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.model
-def test_first_visualize_reports_progress(node, tmp_path, bundled_models):  # noqa: F811
+def test_first_visualize_reports_progress(node, tmp_path, bundled_models):
     """The first visualize of a fresh server with the bundled model compiles UMAP: the client that
     passed onprogress (so the request carries a progressToken) gets progress notifications with
     increasing progress, and the result validates against the outputSchema."""
@@ -492,11 +492,20 @@ def expand_template(template: str, memory_id: str) -> str:
 def test_advertised_resources_and_prompts_work(node, tmp_path):
     """Whatever initialize advertises (resources, prompts) is there: its list calls succeed and are
     not empty, every listed resource and resource template can be read, and every prompt can be got
-    with sample arguments - all without the TypeScript client throwing."""
+    with sample arguments, and namespace and tag arguments complete - all without the TypeScript
+    client throwing. The server runs the `core` tool profile (SPATIAL_MEMORY_TOOLS): it lists only
+    those tools, names no other in its instructions, and a tool outside it is an unknown tool."""
+    from spatial_memory.tools.profiles import CORE
+
     store = new_store(tmp_path, "store")
-    with TsClient(node, server_spec(store), tmp_path / "driver.log") as client:
+    with TsClient(node, server_spec(store, SPATIAL_MEMORY_TOOLS="core"), tmp_path / "driver.log") as client:
         capabilities = client.connected["capabilities"]
         assert "tools" in capabilities, capabilities
+        assert [t["name"] for t in client.tools] == list(CORE)
+        assert set(re.findall(r"`(\w+)`", client.connected["instructions"])) <= set(CORE)
+        outside = client.step({"call": "stats", "arguments": {}})
+        assert outside["ok"] and outside["result"]["isError"], outside
+        assert json.loads(outside["result"]["content"][0]["text"])["message"] == "Unknown tool: stats"
         seeded = client.step({"call": "remember_batch", "arguments": {"memories": seed_memories()}})
         memory_id = succeeded(seeded)["ids"][0]
         checked: list[str] = []
@@ -549,9 +558,26 @@ def test_advertised_resources_and_prompts_work(node, tmp_path):
                         checked.append(f"prompt {prompt['name']} {values}")
                         if got is not None and not got.get("messages"):
                             problems.append(f"prompts/get {prompt['name']} {values}: no messages")
+        if "completions" in capabilities:
+            recent = {"type": "ref/resource", "uri": "memory://{namespace}/recent"}
+            review = {"type": "ref/prompt", "name": "review_tag"}
+            for ref, name, prefix, context, expected in [
+                (recent, "namespace", NS[:3].upper(), None, [NS]),
+                ({"type": "ref/prompt", "name": "recall_for_task"}, "namespace", "", None, [NS]),
+                (review, "tag", "Data", {"arguments": {"namespace": NS}}, ["database"]),
+                (review, "tag", "zzz", None, []),
+            ]:
+                step = {"complete": {"ref": ref, "argument": {"name": name, "value": prefix}}}
+                if context:
+                    step["complete"]["context"] = context
+                got = answer(step)
+                checked.append(f"complete {json.dumps(step)}")
+                if got is not None and got["completion"]["values"] != expected:
+                    problems.append(f"{json.dumps(step)}: {got['completion']} (expected {expected})")
     assert not problems, "\n".join(problems)
     if "resources" in capabilities or "prompts" in capabilities:
         assert checked
+    assert "completions" in capabilities
 
 
 # ---- 5. the Inspector CLI -------------------------------------------------------------------

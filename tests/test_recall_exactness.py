@@ -14,7 +14,17 @@ pytestmark = [pytest.mark.anyio, pytest.mark.model, pytest.mark.slow]
 
 
 @pytest.mark.skipif(not locomo.DEFAULT_PATH.exists(), reason="shared/eval not present")
-async def test_recall_top10_equals_brute_force(model_client, real_embedder):
+async def test_recall_top10_equals_brute_force(settings, cached_embedder):
+    from mcp import Client
+
+    from spatial_memory.server.app import create_server
+
+    async with Client(create_server(settings, embedder=cached_embedder)) as model_client:
+        await _agrees_with_brute_force(model_client, cached_embedder)
+
+
+async def _agrees_with_brute_force(model_client, embedder) -> None:
+    """Recall by meaning alone against brute-force cosine over the same model's vectors."""
     conversations = locomo.load()[:2]
     queries = agreed = 0
     for conv in conversations:
@@ -23,7 +33,7 @@ async def test_recall_top10_equals_brute_force(model_client, real_embedder):
         for start in range(0, len(texts), 200):
             batch = [{"content": t, "namespace": conv.sample_id} for t in texts[start : start + 200]]
             ids += data(await model_client.call_tool("remember_batch", {"memories": batch}))["ids"]
-        matrix = real_embedder.embed_documents(texts)
+        matrix = embedder.embed_documents(texts)
         for q in conv.questions:
             result = data(
                 await model_client.call_tool(
@@ -31,9 +41,7 @@ async def test_recall_top10_equals_brute_force(model_client, real_embedder):
                 )
             )
             got = [m["id"] for m in result["memories"]]
-            expected = [
-                ids[i] for i in np.argsort(-(matrix @ real_embedder.embed_query(q.question)), kind="stable")[:10]
-            ]
+            expected = [ids[i] for i in np.argsort(-(matrix @ embedder.embed_query(q.question)), kind="stable")[:10]]
             queries += 1
             agreed += got == expected or (set(got) == set(expected))
     assert queries > 250

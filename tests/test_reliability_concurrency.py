@@ -23,7 +23,7 @@ from spatial_memory.storage.records import MemoryRecord, utc_now
 from spatial_memory.storage.store import MemoryStore
 
 from .conftest import data as data_of
-from .reliability import budget, bundled_models, new_store, open_store, stdio_transport  # noqa: F401
+from .reliability import budget, new_store, open_store, stdio_transport
 
 pytestmark = pytest.mark.anyio
 
@@ -303,7 +303,7 @@ async def test_many_server_processes_share_one_store(tmp_path):
     )
 
 
-async def test_bundled_model_servers_share_one_store(tmp_path, bundled_models):  # noqa: F811
+async def test_bundled_model_servers_share_one_store(tmp_path, bundled_models):
     """The shipped entry point (`python -m spatial_memory`, real model), two processes at once."""
     from mcp import Client
 

@@ -13,7 +13,7 @@ from spatial_memory.config import Settings
 from spatial_memory.server.app import create_server
 
 from .conftest import HashEmbedder, data
-from .reliability import RawServer, bundled_models, new_store, open_store  # noqa: F401
+from .reliability import RawServer, new_store, open_store
 
 pytestmark = pytest.mark.anyio
 
@@ -197,7 +197,7 @@ async def test_cancelled_request_writes_nothing(tmp_path, monkeypatch):
         assert adds == ["RequestCancelledError", "written"]
 
 
-def test_client_that_disconnects_mid_batch_leaves_no_writer(tmp_path, bundled_models):  # noqa: F811
+def test_client_that_disconnects_mid_batch_leaves_no_writer(tmp_path, bundled_models):
     """Over stdio with the bundled model: a large remember_batch is in flight when the client closes
     the pipe. The server stops at once (no task goes on embedding and writing for nobody) and the
     batch is fully absent - or, had it already committed, fully present."""

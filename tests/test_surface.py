@@ -57,12 +57,13 @@ async def test_capabilities_advertise_what_is_served(client):
     capabilities = client.server_capabilities
     assert capabilities.tools is not None
     assert capabilities.resources is not None and capabilities.prompts is not None
+    assert capabilities.completions is not None
     resources = (await client.list_resources()).resources
     templates = (await client.list_resource_templates()).resource_templates
     prompts = (await client.list_prompts()).prompts
     assert {str(r.uri) for r in resources} == {"memory://stats", "memory://namespaces"}
     assert {t.uri_template for t in templates} == {"memory://{namespace}/recent", "memory://memory/{memory_id}"}
-    assert {p.name for p in prompts} == {"recall_for_task", "save_session_summary"}
+    assert {p.name for p in prompts} == {"recall_for_task", "review_tag", "save_session_summary"}
 
 
 async def test_resources_read_the_store(client):
@@ -101,3 +102,85 @@ async def test_prompts_render(client):
     assert "migrate the billing service" in text and 'namespace="work"' in text and "`recall`" in text
     summary = await client.get_prompt("save_session_summary", {})
     assert "remember_batch" in summary.messages[0].content.text
+    review = await client.get_prompt("review_tag", {"tag": "billing", "namespace": "work"})
+    text = review.messages[0].content.text
+    assert 'tags=["billing"], namespace="work"' in text and "`update_memory`" in text and "`forget`" in text
+
+
+async def test_namespace_and_tag_arguments_complete_from_the_store(client):
+    from mcp.types import PromptReference, ResourceTemplateReference
+
+    async def complete(ref, name, value, context=None):
+        return (await client.complete(ref, {"name": name, "value": value}, context)).completion
+
+    review, recent = PromptReference(name="review_tag"), ResourceTemplateReference(uri="memory://{namespace}/recent")
+    empty = await complete(review, "tag", "")  # an empty store (opened by the completion itself)
+    assert empty.values == [] and empty.total == 0 and empty.has_more is False
+    memories = [
+        {"content": "deploy on fridays", "namespace": "Work", "tags": ["deploy", "DB"]},
+        {"content": "db is postgres", "namespace": "work-archive", "tags": ["db"]},
+        {"content": "the cat eats at six", "namespace": "home", "tags": ["cat", "Deploy"]},
+        {"content": "postgres upgrade", "namespace": "Work", "tags": ["DB"]},
+    ]
+    assert not (await client.call_tool("remember_batch", {"memories": memories})).is_error
+
+    # Prefix-matched, case-insensitive, the most used first.
+    assert (await complete(recent, "namespace", "w")).values == ["Work", "work-archive"]
+    assert (await complete(PromptReference(name="recall_for_task"), "namespace", "")).values == [
+        "Work",
+        "home",
+        "work-archive",
+    ]
+    tags = await complete(review, "tag", "d")
+    assert tags.values == ["DB", "Deploy", "db", "deploy"] and tags.total == 4 and tags.has_more is False
+    # The namespace already chosen narrows the tags.
+    assert (await complete(review, "tag", "", {"namespace": "home"})).values == ["Deploy", "cat"]
+    # A write shows at once (the names are cached per table version).
+    await client.call_tool("remember", {"content": "new", "namespace": "work-new", "tags": ["dbx"]})
+    assert (await complete(recent, "namespace", "WORK-N")).values == ["work-new"]
+    assert (await complete(review, "tag", "dbx")).values == ["dbx"]
+    # Other arguments and references complete to nothing.
+    assert (await complete(review, "namespacex", "")).values == []
+    assert (await complete(ResourceTemplateReference(uri="memory://memory/{memory_id}"), "memory_id", "")).values == []
+
+
+async def test_completion_stops_at_100_values_and_says_there_are_more(client):
+    from mcp.types import PromptReference
+
+    memories = [{"content": f"note {i}", "tags": [f"t{i:03d}"]} for i in range(105)]
+    assert not (await client.call_tool("remember_batch", {"memories": memories})).is_error
+    found = (await client.complete(PromptReference(name="review_tag"), {"name": "tag", "value": "T"})).completion
+    assert len(found.values) == 100 and found.total == 105 and found.has_more is True
+    assert found.values == sorted(found.values)  # as often used: alphabetical
+
+
+def test_names_confined_to_namespaces(tmp_path):
+    """The one method completions use, with the namespace restriction a confined principal gets:
+    nothing named outside those namespaces, neither a namespace nor a tag."""
+    from spatial_memory.config import Settings
+    from spatial_memory.runtime.resources import Resources
+    from spatial_memory.server.app import App
+    from spatial_memory.storage.records import NewMemory
+
+    from .conftest import HashEmbedder
+
+    settings = Settings(path=tmp_path / "store", preload=False)
+    app = App(Resources(settings, HashEmbedder()))
+    try:
+        for content, namespace, tags in [
+            ("a one", "alpha", ["shared", "alpha-only"]),
+            ("a two", "alpha", ["shared"]),
+            ("b one", "beta", ["shared", "beta-only"]),
+            ("g one", "gamma", ["gamma-only"]),
+        ]:
+            app.memory.remember(NewMemory(content, namespace, tags=tags))
+        names = app.vocabulary.names
+        assert names("namespace").values == ["alpha", "beta", "gamma"]
+        assert names("namespace", namespaces={"beta", "alpha", "nowhere"}).values == ["alpha", "beta"]
+        assert names("namespace", "b", namespaces={"alpha"}).values == []
+        assert names("tag", namespaces={"beta", "gamma"}).values == ["beta-only", "gamma-only", "shared"]
+        assert names("tag", "shared", namespaces={"alpha", "beta"}).values == ["shared"]
+        nothing = names("tag", namespaces=set())
+        assert nothing.values == [] and nothing.total == 0 and nothing.has_more is False
+    finally:
+        app.resources.close(settings.lock_timeout_seconds)

@@ -400,8 +400,23 @@ async def test_a_hostile_principal_never_sees_or_changes_anothers_memories(team,
         ):
             with pytest.raises(MCPError, match="PermissionDeniedError|not available to mallory"):
                 await s.get_prompt(prompt, arguments)
+        # Completions offer only names mallory may read: not victor's namespace, nor his tag.
+        from mcp.types import PromptReference, ResourceTemplateReference
+
+        recent = ResourceTemplateReference(uri="memory://{namespace}/recent")
+        offered = (await s.complete(recent, {"name": "namespace", "value": ""})).completion.values
+        assert "mallory" in offered and "victim" not in offered, offered
+        review = PromptReference(name="review_tag")
+        assert (await s.complete(review, {"name": "tag", "value": "sec"})).completion.values == []
+        in_victim = await s.complete(review, {"name": "tag", "value": ""}, {"namespace": "victim"})
+        assert in_victim.completion.values == []
         assert mine["namespace"] == "mallory"
-    # Victor's memories are all there, unchanged, with their relation.
+    # Victor's memories are all there, unchanged, with their relation; his completions see his tag.
+    async with session(team, team.tokens["victor"]) as s:
+        from mcp.types import PromptReference
+
+        tags = (await s.complete(PromptReference(name="review_tag"), {"name": "tag", "value": "sec"})).completion
+        assert tags.values == ["secret"]
     async with session(team, team.tokens["victor"]) as s:
         after = body(await s.call_tool("get_memories", {"memory_ids": ids}))
         assert after == victim["before"]

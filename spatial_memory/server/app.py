@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Collection
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,6 +20,7 @@ from .. import __version__
 from ..config import Settings
 from ..runtime.resources import Embedder, Resources
 from ..tools import build_tools
+from .completions import register_completions
 from .mcp_server import SpatialMemoryMCPServer
 from .prompts import register_prompts
 from .resources import register_resources
@@ -32,10 +33,28 @@ log = logging.getLogger(__name__)
 # Principals whose services (and result caches) stay built; older ones are rebuilt on their next call.
 MAX_SCOPED_APPS = 64
 
-INSTRUCTIONS = """Persistent memory as a semantic space. Store facts, decisions and context with
-`remember`; find them with `recall` (by meaning) or `hybrid_recall` (meaning + keywords). Explore
-with `nearby`, `journey`, `wander`, `regions` and `visualize`. Keep memory healthy with `decay`,
-`reinforce`, `consolidate` and `extract`. Namespaces separate projects."""
+# What the server tells a client about itself, one sentence per group of tools; a sentence
+# names only the listed tools (SPATIAL_MEMORY_TOOLS), and goes when none of its tools is listed.
+INSTRUCTION_SENTENCES = (
+    ("Store facts, decisions and context with {}.", ("remember", "remember_batch")),
+    ("Find them with {}.", ("recall", "hybrid_recall")),
+    ("Correct or delete them with {}.", ("update_memory", "forget")),
+    ("Explore with {}.", ("nearby", "journey", "wander", "regions", "visualize")),
+    ("Keep memory healthy with {}.", ("decay", "reinforce", "consolidate", "extract")),
+)
+
+
+def instructions(tool_names: Collection[str]) -> str:
+    """The server's instructions for a server listing these tools."""
+    sentences = ["Persistent memory as a semantic space."]
+    for template, group in INSTRUCTION_SENTENCES:
+        listed = [f"`{name}`" for name in group if name in tool_names]
+        if len(listed) > 1:
+            listed = [", ".join(listed[:-1]), listed[-1]]
+        if listed:
+            sentences.append(template.format(" and ".join(listed)))
+    sentences.append("Namespaces separate projects.")
+    return " ".join(sentences)
 
 
 @dataclass
@@ -76,6 +95,7 @@ class App:
         from ..services.search import SearchService
         from ..services.spatial import SpatialService
         from ..services.visualization import VisualizationService
+        from ..services.vocabulary import VocabularyService
 
         self.memory = MemoryService(self.resources)
         self.revisions = RevisionService(self.resources)
@@ -89,6 +109,7 @@ class App:
         self.consolidation = ConsolidationService(self.resources)
         self.connections = ConnectionService(self.resources)
         self.health = HealthService(self.resources)
+        self.vocabulary = VocabularyService(self.resources)
 
 
 def _capture_ingester(app: App):
@@ -132,16 +153,19 @@ def create_server(
                     await anyio.to_thread.run_sync(capture.stop, settings.lock_timeout_seconds)
                 await anyio.to_thread.run_sync(resources.close, settings.lock_timeout_seconds)
 
+    tools = build_tools(settings)
+    tool_names = {tool.name for tool in tools}
     server = SpatialMemoryMCPServer(
         "spatial-memory",
         version=__version__,
-        instructions=INSTRUCTIONS,
+        instructions=instructions(tool_names),
         lifespan=lifespan,
         log_level=settings.log_level,
-        tools=build_tools(settings),
+        tools=tools,
         auth=auth,
         token_verifier=token_verifier,
     )
     register_resources(server)
-    register_prompts(server)
+    register_prompts(server, tool_names)
+    register_completions(server)
     return server

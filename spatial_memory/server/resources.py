@@ -28,6 +28,7 @@ from .mcp_server import SpatialMemoryMCPServer
 
 JSON = "application/json"
 RECENT_LIMIT = 20
+RECENT_TEMPLATE = "memory://{namespace}/recent"
 
 
 async def _read(
@@ -67,7 +68,7 @@ def register_resources(server: SpatialMemoryMCPServer) -> None:
         return await _read(server, lambda app: app.namespaces.namespaces(include_stats=True))
 
     @server.resource(
-        "memory://{namespace}/recent",
+        RECENT_TEMPLATE,
         name="recent",
         description=f"The {RECENT_LIMIT} newest memories of a namespace, newest first.",
         mime_type=JSON,

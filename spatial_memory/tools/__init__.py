@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .registry import ToolSet
-
 if TYPE_CHECKING:
     from mcp.server.mcpserver.tools import Tool
 
@@ -19,12 +17,16 @@ if TYPE_CHECKING:
 
 
 def build_tools(settings: Settings) -> list[Tool]:
-    """Every tool of a server with these settings, in the order clients list them."""
+    """The tools a server with these settings lists (SPATIAL_MEMORY_TOOLS), in the order clients list them."""
     from . import capture, connections, lifecycle, memory, namespaces, portability, search, spatial
     from .arguments import build_arguments
+    from .profiles import selected_names
+    from .registry import ToolSet
 
     arguments = build_arguments(settings)
     tools = ToolSet()
     for area in (memory, search, spatial, lifecycle, namespaces, portability, connections, capture):
         area.register(tools, arguments)
-    return tools.tools
+    read_only = [t.name for t in tools.tools if t.annotations is not None and t.annotations.read_only_hint]
+    wanted = selected_names(settings.tools.split(","), read_only)
+    return [tool for tool in tools.tools if tool.name in wanted]

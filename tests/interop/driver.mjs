@@ -18,6 +18,7 @@
 //   {"list": "tools" | "resources" | "resourceTemplates" | "prompts"}   every page
 //   {"read": "<uri>"}                        client.readResource
 //   {"prompt": "<name>", "arguments": {...}}  client.getPrompt
+//   {"complete": {"ref", "argument", "context"?}}  client.complete (completion/complete)
 //   {"ping": true}
 //
 // References to earlier steps (0-based, in step order): a string that is exactly "$N.path" is
@@ -143,6 +144,8 @@ async function runStep(client, step, outputs, defaultTimeout) {
     result = await client.readResource({ uri: resolved.read }, options);
   } else if (resolved.prompt !== undefined) {
     result = await client.getPrompt({ name: resolved.prompt, arguments: resolved.arguments ?? {} }, options);
+  } else if (resolved.complete !== undefined) {
+    result = await client.complete(resolved.complete, options);
   } else if (resolved.ping !== undefined) {
     result = await client.ping(options);
   } else {
