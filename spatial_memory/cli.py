@@ -263,6 +263,8 @@ def _doctor_command(args: argparse.Namespace) -> None:
     import json
     import logging
 
+    from .storage.connection import is_remote
+
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if args.path is None:
         from .config import Settings, describe_settings_error
@@ -273,8 +275,8 @@ def _doctor_command(args: argparse.Namespace) -> None:
             sys.stderr.write(f"{PROG}: {describe_settings_error(exc)}\n")
             raise SystemExit(2) from None
     else:
-        path = args.path if "://" in args.path else Path(args.path).expanduser().resolve()
-    if isinstance(path, str):  # a store on object storage
+        path = args.path if is_remote(args.path) else Path(args.path).expanduser().resolve()
+    if is_remote(path):  # a store on object storage
         sys.stderr.write(
             f"{PROG}: doctor checks and repairs stores on a local disk; {path} is on object storage, whose "
             "provider keeps its durability (its versions are Lance's own: a failed commit never becomes one)\n"

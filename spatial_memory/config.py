@@ -271,12 +271,12 @@ class Settings(BaseSettings):
     @property
     def local_dir(self) -> Path:
         """Where what must be local lives: the store's directory, or local_path beside a remote store."""
-        return self.local_path if isinstance(self.path, str) else self.path
+        return self.path if self.remote_store is None else self.local_path
 
     @property
     def db_path(self) -> Path | str:
         """The LanceDB database: <path>/lancedb, or the store URI itself."""
-        return self.path if isinstance(self.path, str) else self.path / "lancedb"
+        return self.remote_store or self.path / "lancedb"
 
     @property
     def model_cache_dir(self) -> Path:

@@ -25,6 +25,7 @@ from mcp.server.mcpserver.tools import Tool
 from ..auth.principal import current_scope
 from ..errors import PermissionDeniedError, SpatialMemoryError, ValidationError
 from ..tools.calls import failure, internal_failure
+from ..tools.registry import read_only_names
 from ..transport.handshake import Handover, HandshakeCache, Recorder
 from ..validation import argument_problem
 
@@ -71,7 +72,7 @@ class SpatialMemoryMCPServer(MCPServer):
     def __init__(self, *args: Any, tools: list[Tool], **kwargs: Any) -> None:
         super().__init__(*args, tools=tools, **kwargs)
         self._schemas = {tool.name: tool.parameters for tool in tools}
-        self._read_only = {t.name for t in tools if t.annotations is not None and t.annotations.read_only_hint}
+        self._read_only = read_only_names(tools)
 
     def _describe(self, name: str, exc: pydantic.ValidationError) -> str:
         """The SDK's validation errors, up to five, each with where it happened; an unknown key in a

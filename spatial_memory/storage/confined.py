@@ -121,16 +121,18 @@ class ConfinedStore:
     def scan_arrow(self, columns: list[str], flt: Filter | None = None):
         table = self._store.scan_arrow(columns, self._confine(flt))
         if "namespace" in table.column_names:
-            keep = [self._scope.can_read(n) for n in table.column("namespace").to_pylist()]
-        elif "id" in table.column_names:
+            return self._readable_rows(table)
+        if "id" in table.column_names:
             mine = self.readable_ids()
             keep = [i in mine for i in table.column("id").to_pylist()]
-        else:
-            return table  # the confined where clause alone decided
-        return table if all(keep) else table.filter(keep)
+            return table if all(keep) else table.filter(keep)
+        return table  # the confined where clause alone decided
 
     def history_arrow(self, flt: Filter | None):
-        table = self._store.history_arrow(self._confine(flt))
+        return self._readable_rows(self._store.history_arrow(self._confine(flt)))
+
+    def _readable_rows(self, table):
+        """The rows of an Arrow table (with a namespace column) in namespaces the principal may read."""
         keep = [self._scope.can_read(n) for n in table.column("namespace").to_pylist()]
         return table if all(keep) else table.filter(keep)
 
@@ -162,21 +164,23 @@ class ConfinedStore:
     def neighbours(self, windows, flt: Filter | None = None) -> list[MemoryRecord]:
         return self._mine(self._store.neighbours(windows, self._confine(flt)))
 
-    def _candidates(self, found: Candidates) -> Candidates:
+    def _kept(self, found: Candidates) -> list[int] | None:
+        """The positions of the candidates the principal may read; None when it may read them all."""
         mine = self.readable_ids()
         keep = [i for i, memory_id in enumerate(found.ids) if memory_id in mine]
-        return found if len(keep) == len(found) else found.take(keep)
+        return None if len(keep) == len(found) else keep
+
+    def _candidates(self, found: Candidates) -> Candidates:
+        keep = self._kept(found)
+        return found if keep is None else found.take(keep)
 
     def search_candidates(self, vector, limit: int, flt: Filter | None) -> Candidates:
         return self._candidates(self._store.search_candidates(vector, limit, self._confine(flt)))
 
     def fts_candidates(self, text: str, limit: int, flt: Filter | None):
         found, scores = self._store.fts_candidates(text, limit, self._confine(flt))
-        mine = self.readable_ids()
-        keep = [i for i, memory_id in enumerate(found.ids) if memory_id in mine]
-        if len(keep) == len(found):
-            return found, scores
-        return found.take(keep), [scores[i] for i in keep]
+        keep = self._kept(found)
+        return (found, scores) if keep is None else (found.take(keep), [scores[i] for i in keep])
 
     def neighbour_candidates(self, windows, flt: Filter | None) -> Candidates:
         return self._candidates(self._store.neighbour_candidates(windows, self._confine(flt)))

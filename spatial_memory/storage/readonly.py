@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 from ..errors import ReadOnlyStoreError
+from .connection import is_remote
 from .locking import LOCK_FILE
 
 # Opening the lock file for writing fails with these on read-only media or without permission.
@@ -23,7 +24,7 @@ def read_only_reason(db_path: Path | str, *, forced: bool = False) -> str | None
     a URI, is writable unless forced: its permissions show on the first write)."""
     if forced:
         return "SPATIAL_MEMORY_READ_ONLY is set"
-    if isinstance(db_path, str):
+    if is_remote(db_path):
         return None
     if db_path.is_dir() and not os.access(db_path, os.W_OK):
         return f"its directory {db_path} is not writable"

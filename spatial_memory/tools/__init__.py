@@ -21,12 +21,11 @@ def build_tools(settings: Settings) -> list[Tool]:
     from . import capture, connections, lifecycle, memory, namespaces, portability, search, spatial
     from .arguments import build_arguments
     from .profiles import selected_names
-    from .registry import ToolSet
+    from .registry import ToolSet, read_only_names
 
     arguments = build_arguments(settings)
     tools = ToolSet()
     for area in (memory, search, spatial, lifecycle, namespaces, portability, connections, capture):
         area.register(tools, arguments)
-    read_only = [t.name for t in tools.tools if t.annotations is not None and t.annotations.read_only_hint]
-    wanted = selected_names(settings.tools.split(","), read_only)
+    wanted = selected_names(settings.tools.split(","), read_only_names(tools.tools))
     return [tool for tool in tools.tools if tool.name in wanted]

@@ -32,6 +32,11 @@ class ToolSet:
         return register
 
 
+def read_only_names(tools: list[Tool]) -> set[str]:
+    """The names of the tools annotated readOnlyHint (they never change the store)."""
+    return {tool.name for tool in tools if tool.annotations is not None and tool.annotations.read_only_hint}
+
+
 def without_titles(schema: Any) -> Any:
     """A JSON schema without its "title" annotations (a property named title is kept)."""
     if isinstance(schema, dict):
