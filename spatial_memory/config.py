@@ -66,8 +66,8 @@ class Settings(BaseSettings):
     warm_up_projection: bool = Field(
         False,
         description=(
-            "After preloading, import the map's clustering and layout code (scikit-learn, scipy) in the "
-            "background so the first visualize is ~1 s quicker (~80 MB more RSS while idle)."
+            "After preloading, import the map's layout code (scipy) and run a tiny map in the "
+            "background so the first visualize is a little quicker (more RSS while idle)."
         ),
     )
 

@@ -64,12 +64,3 @@ async def test_tool_calls_import_the_heavy_modules_before_running(client, monkey
     assert not result.is_error
     assert [step for step, _ in order] == ["imports", "tool"]
     assert order[0][1] != threading.current_thread().name  # in the worker thread, not on the event loop
-
-
-def test_import_locked_returns_the_module():
-    import json
-
-    from spatial_memory.runtime.imports import import_locked
-
-    assert import_locked("json") is json
-    assert import_locked("sklearn.cluster").HDBSCAN.__name__ == "HDBSCAN"

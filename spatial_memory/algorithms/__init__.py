@@ -1,6 +1,6 @@
 """Pure numerical algorithms: numpy arrays in, arrays / plain Python out.
 
-Heavy dependencies (scikit-learn, scipy) are imported inside the
+scipy is imported inside the
 functions that need them, so importing this package stays cheap.
 """
 

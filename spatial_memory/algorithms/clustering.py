@@ -7,18 +7,20 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ._linalg import as_matrix, unit_rows
+from ._linalg import as_matrix, pair_distances, unit_rows
+from .hdbscan import hdbscan_graph, hdbscan_points
 from .neighbors import cosine_knn
 
 if TYPE_CHECKING:
     from scipy import sparse
 
-# Measured on a 2-core box with 384-d unit vectors: HDBSCAN on the raw vectors
-# grows ~n^2 (1,000: 0.6 s, 3,000: 6.5 s) because its trees do not prune in high
-# dimensions, and PCA to 32 dims (1 s at 5,000, 13 s at 20,000) merges topics
-# and glues unrelated points into a junk cluster. HDBSCAN on an exact k-NN graph
-# (BLAS matrix products) keeps the full-space density: 1,000: 0.15 s,
-# 5,000: 0.6-1.1 s, 20,000: 5-9 s, labels identical to the raw run at 800 points.
+# Measured on a 2-core box with 384-d unit vectors (scikit-learn's HDBSCAN, whose
+# results hdbscan.py reproduces): HDBSCAN on the raw vectors grows ~n^2 (1,000: 0.6 s,
+# 3,000: 6.5 s) because its trees do not prune in high dimensions, and PCA to 32 dims
+# (1 s at 5,000, 13 s at 20,000) merges topics and glues unrelated points into a junk
+# cluster. HDBSCAN on an exact k-NN graph (BLAS matrix products) keeps the full-space
+# density: 1,000: 0.15 s, 5,000: 0.6-1.1 s, 20,000: 5-9 s, labels identical to the raw
+# run at 800 points.
 DIRECT_MAX_POINTS = 500
 _GRAPH_NEIGHBORS = 30
 # Real sentence embeddings are diffuse (MiniLM: mean within-topic cosine ~0.25 on our
@@ -62,23 +64,15 @@ def cluster_vectors(vectors: np.ndarray, min_cluster_size: int, *, random_state:
             embedding=unit,
         )
 
-    from ..runtime.imports import import_locked
-
-    HDBSCAN = import_locked("sklearn.cluster").HDBSCAN  # noqa: N806 - the class
     min_samples = min(int(min_cluster_size), _MAX_MIN_SAMPLES)
-    model = HDBSCAN(
-        min_cluster_size=int(min_cluster_size),
-        min_samples=min_samples,
-        metric="euclidean" if n <= DIRECT_MAX_POINTS else "precomputed",
-        copy=True,
-    )
     if n <= DIRECT_MAX_POINTS:
-        model.fit(unit)
+        found = hdbscan_points(unit, int(min_cluster_size), min_samples)
     else:
-        model.fit(knn_distance_graph(unit, max(_GRAPH_NEIGHBORS, min_samples)))
+        graph = knn_distance_graph(unit, max(_GRAPH_NEIGHBORS, min_samples))
+        found = hdbscan_graph(graph, int(min_cluster_size), min_samples)
     return ClusterResult(
-        labels=limit_clusters(model.labels_, None),
-        probabilities=np.nan_to_num(np.asarray(model.probabilities_, dtype=np.float64)),
+        labels=limit_clusters(found.labels, None),
+        probabilities=found.probabilities,
         embedding=unit,
     )
 
@@ -97,7 +91,7 @@ def knn_distance_graph(unit: np.ndarray, k: int) -> sparse.csr_matrix:
     indices, _ = cosine_knn(unit, k)
     rows = np.repeat(np.arange(n), indices.shape[1])
     cols = indices.ravel()
-    dists = _pair_distances(unit, rows, cols)
+    dists = pair_distances(unit, rows, cols)
     adjacency = sparse.coo_matrix((np.ones(rows.size), (rows, cols)), shape=(n, n))
     n_comp, component = csgraph.connected_components(adjacency, directed=False)
     if n_comp > 1:
@@ -118,17 +112,6 @@ def knn_distance_graph(unit: np.ndarray, k: int) -> sparse.csr_matrix:
         shape=(n, n),
     ).tocsr()
     return graph
-
-
-def _pair_distances(unit: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-    # float64 differences: sqrt(2 - 2*sim) from float32 sims is off by ~3e-4
-    # for near-duplicates.
-    out = np.empty(rows.size)
-    step = max(1, (1 << 21) // max(unit.shape[1], 1))
-    for start in range(0, rows.size, step):
-        stop = start + step
-        out[start:stop] = np.linalg.norm(unit[rows[start:stop]] - unit[cols[start:stop]], axis=1)
-    return out
 
 
 def _unit_distance(sims: np.ndarray) -> np.ndarray:
@@ -162,7 +145,7 @@ def _component_links(unit: np.ndarray, component: np.ndarray, n_comp: int) -> tu
         src.append(members[a][np.argmax(unit[members[a]] @ centroids[b])])
         dst.append(members[b][np.argmax(unit[members[b]] @ centroids[a])])
     src_arr, dst_arr = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
-    return src_arr, dst_arr, _pair_distances(unit, src_arr, dst_arr)
+    return src_arr, dst_arr, pair_distances(unit, src_arr, dst_arr)
 
 
 def _centroid_similarities(vectors: np.ndarray) -> np.ndarray:

@@ -14,7 +14,6 @@ import importlib.util
 import logging
 import sys
 import threading
-from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -78,14 +77,3 @@ def import_heavy_modules() -> None:
         import lancedb  # noqa: F401
 
         _heavy_imported = True
-
-
-def import_locked(name: str) -> Any:
-    """`importlib.import_module(name)`, never while another thread imports through here: for the
-    big optional imports of a tool (scikit-learn, UMAP, which imports scikit-learn) that a
-    warm-up thread and a request may start at the same time."""
-    module = sys.modules.get(name)
-    if module is not None and not getattr(getattr(module, "__spec__", None), "_initializing", False):
-        return module
-    with _heavy_lock:
-        return importlib.import_module(name)

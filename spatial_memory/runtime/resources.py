@@ -128,7 +128,7 @@ class Resources:
                 from ..algorithms import cluster_vectors, warm_up_projection
 
                 warm_up_projection()
-                cluster_vectors(np.eye(6), 3)  # imports scikit-learn's HDBSCAN
+                cluster_vectors(np.eye(6), 3)
                 self.projection_warm = True
             except Exception as exc:  # noqa: BLE001
                 log.warning("map layout warm-up failed: %s", exc)
