@@ -52,7 +52,9 @@ class Settings(BaseSettings):
     embedding_backend: Literal["auto", "onnx", "sentence-transformers"] = Field(
         "auto", description="auto = onnxruntime for the bundled model, sentence-transformers otherwise."
     )
-    embedding_batch_size: int = Field(8, ge=1, le=256, description="Texts per model call.")
+    embedding_batch_size: int = Field(
+        32, ge=1, le=256, description="Most texts per model call (the bundled model also caps the padded tokens)."
+    )
     embedding_threads: int = Field(0, ge=0, le=64, description="Threads for onnxruntime (0 = one per physical core).")
     openai_api_key: SecretStr | None = Field(None, description="Key for openai:<model> embeddings.")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"

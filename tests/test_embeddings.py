@@ -253,6 +253,18 @@ def test_length_sorted_batches_return_each_vector_at_its_texts_position():
     assert encoder._session.widths == [max(counts[i : i + 3]) for i in range(0, len(texts), 3)]
 
 
+def test_batches_hold_at_most_their_rows_and_padded_tokens():
+    from spatial_memory.embeddings.onnx_encoder import token_budget_batches
+
+    lengths = np.array([3] * 40 + [100] * 12 + [300, 512])
+    batches = token_budget_batches(lengths, 32, 1024)
+    assert [(b.start, b.stop) for b in batches] == [(0, 32), (32, 42), (42, 52), (52, 54)]
+    for b in batches:  # every batch within both limits, except a single text over the budget alone
+        assert b.stop - b.start <= 32
+        assert (b.stop - b.start) * lengths[b.stop - 1] <= 1024 or b.stop - b.start == 1
+    assert token_budget_batches(np.array([], dtype=np.int64), 32, 1024) == []
+
+
 @pytest.mark.model
 def test_batched_vectors_equal_one_at_a_time(real_embedder):
     texts = [SENTENCES[i % len(SENTENCES)] + f" ({i})" * (i % 4) for i in range(23)]

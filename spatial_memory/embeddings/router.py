@@ -43,7 +43,7 @@ class EmbeddingRouter:
         *,
         backend: str = "auto",
         cache_dir: Path | None = None,
-        batch_size: int = 8,
+        batch_size: int = 32,
         threads: int = 0,
         openai_api_key: str | None = None,
     ) -> None:

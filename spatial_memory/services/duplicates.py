@@ -55,9 +55,9 @@ def near_copies(store, namespaces: Sequence[str], vectors: np.ndarray, threshold
     return found
 
 
-def closest_stored(store, namespace: str, vectors: np.ndarray, k: int = 1) -> list[list[tuple[str, float]]]:
-    """For each vector: (id, cosine similarity) of the `k` closest stored memories of the namespace,
-    closest first."""
+def closest_stored(store, namespace: str, vectors: np.ndarray, k: int = 1) -> list[list[tuple[str, float, str]]]:
+    """For each vector: (id, cosine similarity, content) of the `k` closest stored memories of the
+    namespace, closest first."""
     flt = build_filter(namespace=namespace)
     if len(vectors) == 0:
         return []
@@ -67,8 +67,9 @@ def closest_stored(store, namespace: str, vectors: np.ndarray, k: int = 1) -> li
     if total is not None and total <= EXACT_SCAN_LIMIT:
         from ..storage.schema import vectors_of
 
-        table = store.scan_arrow(["id", "vector"], flt)
+        table = store.scan_arrow(["id", "content", "vector"], flt)
         ids = table.column("id").to_pylist()
+        contents = table.column("content")
         if not ids:
             return [[] for _ in vectors]
         stored = vectors_of(table)
@@ -85,7 +86,7 @@ def closest_stored(store, namespace: str, vectors: np.ndarray, k: int = 1) -> li
             best_sim = np.take_along_axis(both_sims, top, 1)
             best_at = np.take_along_axis(both_at, top, 1)
         return [
-            [(ids[j], float(x)) for j, x in zip(at, sim, strict=True) if np.isfinite(x)]
+            [(ids[j], float(x), contents[j].as_py()) for j, x in zip(at, sim, strict=True) if np.isfinite(x)]
             for at, sim in zip(best_at.tolist(), best_sim.tolist(), strict=True)
         ]
-    return [[(h.record.id, h.similarity) for h in store.search(vector, k, flt)] for vector in vectors]
+    return [[(h.record.id, h.similarity, h.record.content) for h in store.search(vector, k, flt)] for vector in vectors]

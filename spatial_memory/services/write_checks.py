@@ -10,6 +10,7 @@ Settings.contradiction_threshold. Consolidate uses the same test to keep such lo
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -33,14 +34,23 @@ class LookAlike:
     content: str
 
 
+@functools.lru_cache(maxsize=4096)
+def _specifics(text: str) -> tuple[tuple[frozenset[str], bool], tuple[int, ...]]:
+    """(detail signature, polarity) of a text: kept, as a batch compares each new memory with up to
+    LOOK_ALIKES stored ones and the same stored ones come back batch after batch."""
+    from ..text.details import detail_signature, polarity
+
+    return detail_signature(text), polarity(text)
+
+
 def relation(new_text: str, stored_text: str, similarity: float, settings: Settings) -> str | None:
     """DUPLICATE, CONTRADICTION or None for a stored memory this similar to a new one."""
-    from ..text.details import detail_signature, opposed, polarity
+    from ..text.details import opposed
 
     if similarity < min(settings.duplicate_threshold, settings.contradiction_threshold):
         return None
-    same_details = detail_signature(new_text) == detail_signature(stored_text)
-    if same_details and not opposed(polarity(new_text), polarity(stored_text)):
+    (new_details, new_polarity), (stored_details, stored_polarity) = _specifics(new_text), _specifics(stored_text)
+    if new_details == stored_details and not opposed(new_polarity, stored_polarity):
         return DUPLICATE if similarity >= settings.duplicate_threshold else None
     return CONTRADICTION if similarity >= settings.contradiction_threshold else None
 
@@ -53,19 +63,13 @@ def look_alikes(store, records: Sequence[MemoryRecord], settings: Settings) -> l
     by_namespace: dict[str, list[int]] = {}
     for i, record in enumerate(records):
         by_namespace.setdefault(record.namespace, []).append(i)
-    candidates: list[tuple[int, str, float]] = []
     for namespace, indexes in by_namespace.items():
         vectors = np.stack([np.asarray(records[i].vector, dtype=np.float32) for i in indexes])
         for i, closest in zip(indexes, closest_stored(store, namespace, vectors, LOOK_ALIKES), strict=True):
-            candidates += [(i, memory_id, sim) for memory_id, sim in closest if sim >= floor]
-    if not candidates:
-        return found
-    stored = {r.id: r for r in store.get_many(list(dict.fromkeys(c[1] for c in candidates)))}
-    for i, memory_id, similarity in candidates:
-        other = stored.get(memory_id)
-        if other is None:
-            continue
-        kind = relation(records[i].content, other.content, similarity, settings)
-        if kind is not None:
-            found[i].append(LookAlike(memory_id, min(similarity, 1.0), kind, other.content))
+            for memory_id, similarity, content in closest:
+                if similarity < floor:
+                    continue
+                kind = relation(records[i].content, content, similarity, settings)
+                if kind is not None:
+                    found[i].append(LookAlike(memory_id, min(similarity, 1.0), kind, content))
     return found
