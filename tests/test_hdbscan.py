@@ -33,7 +33,7 @@ def _assert_same(ours, theirs) -> None:
 def test_points_match_scikit_learn(seed, n, k, min_cluster_size, noise):
     points = _blobs(n, k, noise=noise, seed=seed)
     min_samples = min(min_cluster_size, 2)
-    theirs = HDBSCAN(min_cluster_size=min_cluster_size, min_samples=min_samples).fit(points)
+    theirs = HDBSCAN(min_cluster_size=min_cluster_size, min_samples=min_samples, copy=True).fit(points)
     _assert_same(hdbscan_points(points, min_cluster_size, min_samples), theirs)
 
 
@@ -41,7 +41,7 @@ def test_points_match_scikit_learn(seed, n, k, min_cluster_size, noise):
 @pytest.mark.parametrize(("n", "k", "min_cluster_size", "noise"), [(800, 5, 8, 0.6), (1500, 8, 15, 1.0)])
 def test_graph_matches_scikit_learn(seed, n, k, min_cluster_size, noise):
     graph = knn_distance_graph(_blobs(n, k, noise=noise, seed=seed), 30)
-    theirs = HDBSCAN(min_cluster_size=min_cluster_size, min_samples=2, metric="precomputed").fit(graph)
+    theirs = HDBSCAN(min_cluster_size=min_cluster_size, min_samples=2, metric="precomputed", copy=True).fit(graph)
     _assert_same(hdbscan_graph(graph, min_cluster_size, 2), theirs)
 
 
@@ -50,7 +50,7 @@ def test_duplicates_ties_and_scattered_points_match():
     base = _blobs(60, 3, noise=0.4, seed=7)
     points = np.vstack([base, base[:20], unit_rows(rng.normal(size=(30, 384)))])  # exact copies: ties
     for min_cluster_size in (2, 3, 6):
-        theirs = HDBSCAN(min_cluster_size=min_cluster_size, min_samples=2).fit(points)
+        theirs = HDBSCAN(min_cluster_size=min_cluster_size, min_samples=2, copy=True).fit(points)
         _assert_same(hdbscan_points(points, min_cluster_size, 2), theirs)
 
 

@@ -40,7 +40,8 @@ def near_copies(store, namespaces: Sequence[str], vectors: np.ndarray, threshold
     for i, namespace in enumerate(namespaces):
         by_namespace.setdefault(namespace, []).append(i)
     for namespace, indexes in by_namespace.items():
-        for i, closest in zip(indexes, closest_stored(store, namespace, vectors[indexes]), strict=True):
+        closest_of = closest_stored(store, namespace, vectors[indexes], batch_size=len(vectors))
+        for i, closest in zip(indexes, closest_of, strict=True):
             if closest and closest[0][1] >= threshold:
                 found[i] = NearCopy(similarity=closest[0][1], memory_id=closest[0][0])
         kept: list[int] = []
@@ -55,13 +56,16 @@ def near_copies(store, namespaces: Sequence[str], vectors: np.ndarray, threshold
     return found
 
 
-def closest_stored(store, namespace: str, vectors: np.ndarray, k: int = 1) -> list[list[tuple[str, float, str]]]:
+def closest_stored(
+    store, namespace: str, vectors: np.ndarray, k: int = 1, *, batch_size: int | None = None
+) -> list[list[tuple[str, float, str]]]:
     """For each vector: (id, cosine similarity, content) of the `k` closest stored memories of the
-    namespace, closest first."""
+    namespace, closest first. `batch_size`: the vectors of the whole batch these belong to (every
+    namespace's), which decides between a search per vector and a scan of the namespace."""
     flt = build_filter(namespace=namespace)
     if len(vectors) == 0:
         return []
-    total = store.count(flt) if len(vectors) > FEW_VECTORS else None
+    total = store.count(flt) if max(len(vectors), batch_size or 0) > FEW_VECTORS else None
     if total == 0:
         return [[] for _ in vectors]
     if total is not None and total <= EXACT_SCAN_LIMIT:
@@ -89,4 +93,7 @@ def closest_stored(store, namespace: str, vectors: np.ndarray, k: int = 1) -> li
             [(ids[j], float(x), contents[j].as_py()) for j, x in zip(at, sim, strict=True) if np.isfinite(x)]
             for at, sim in zip(best_at.tolist(), best_sim.tolist(), strict=True)
         ]
-    return [[(h.record.id, h.similarity, h.record.content) for h in store.search(vector, k, flt)] for vector in vectors]
+    with store.one_version():  # one version check for all the searches
+        return [
+            [(h.record.id, h.similarity, h.record.content) for h in store.search(vector, k, flt)] for vector in vectors
+        ]

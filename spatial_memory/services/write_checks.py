@@ -65,7 +65,8 @@ def look_alikes(store, records: Sequence[MemoryRecord], settings: Settings) -> l
         by_namespace.setdefault(record.namespace, []).append(i)
     for namespace, indexes in by_namespace.items():
         vectors = np.stack([np.asarray(records[i].vector, dtype=np.float32) for i in indexes])
-        for i, closest in zip(indexes, closest_stored(store, namespace, vectors, LOOK_ALIKES), strict=True):
+        closest_of = closest_stored(store, namespace, vectors, LOOK_ALIKES, batch_size=len(records))
+        for i, closest in zip(indexes, closest_of, strict=True):
             for memory_id, similarity, content in closest:
                 if similarity < floor:
                     continue

@@ -25,7 +25,10 @@ IDLE_COMPACT_SECONDS = 10.0
 # at 10,000 rows a keyword search took 4.9 ms with none and 14-21 ms with 1,872. Without a vector
 # index, each recall's access counts rewrite its hits' rows, so a busy server that never pauses
 # leaves hundreds more outside after each access write; past this many, it compacts (0.24 s at
-# 10,000 rows) without waiting for a pause or for the fragment threshold.
+# 10,000 rows) without waiting for a pause or for the fragment threshold - but only once keyword
+# searches have run since the last compaction: a bulk import that nobody searches meanwhile
+# would otherwise compact every third batch of 100, beside the model on the same cores
+# (remember_batch at 10,000 memories: 55% of the model's throughput).
 FTS_UNINDEXED_MAX = 256
 
 
@@ -43,9 +46,15 @@ class Maintenance:
 
     def fts_lags(self) -> bool:
         """More than FTS_UNINDEXED_MAX rows outside the full-text index, on a table without a vector
-        index. With one, recall's counts go to the access ledger and rewrite no rows, and every
-        compaction adds an index segment, so only the fragment threshold applies there."""
-        return not self.read_only and not self._vector_index_ready() and self.fts_unindexed_rows() > FTS_UNINDEXED_MAX
+        index, and keyword searches paying for them. With a vector index, recall's counts go to the
+        access ledger and rewrite no rows, and every compaction adds an index segment, so only the
+        fragment threshold applies there."""
+        return (
+            not self.read_only
+            and self._keyword_searches_since_compaction > 0
+            and not self._vector_index_ready()
+            and self.fts_unindexed_rows() > FTS_UNINDEXED_MAX
+        )
 
     def compact(self) -> None:
         """Merge small fragments and drop old versions, keeping search fast as the table grows.
@@ -68,6 +77,7 @@ class Maintenance:
                 self._exact.invalidate()
                 raise
             self._writes_since_compaction = 0
+            self._keyword_searches_since_compaction = 0
             self._exact.rebased(before, self._table.version)
             if not self._vector_index_ready():
                 self.fold_accesses()  # no index to protect (any more): keep the counts in the rows

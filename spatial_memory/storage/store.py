@@ -148,6 +148,7 @@ class MemoryStore(
         self._compact_threshold = compact_fragment_threshold
         self._retention = timedelta(seconds=version_retention_seconds)
         self._writes_since_compaction = 0
+        self._keyword_searches_since_compaction = 0
         remote = is_remote(db_path)
         if not remote:
             try:
