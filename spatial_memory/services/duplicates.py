@@ -14,11 +14,13 @@ import numpy as np
 
 from ..storage.filters import build_filter
 
-# Up to this many memories in a namespace, stored vectors are compared exactly (in blocks);
-# beyond, each candidate asks the vector index for its closest memory.
+# When the store's in-memory exact copy can answer (a store below its vector index size), it
+# answers every candidate in one matrix product. Otherwise: up to this many memories in a
+# namespace, stored vectors are compared exactly (in blocks); beyond, each candidate asks the
+# vector index for its closest memory.
 EXACT_SCAN_LIMIT = 20_000
-# Up to this many vectors (a remember), each is one search (the store's exact copy answers it in
-# a millisecond) rather than a scan of every stored vector.
+# Without the exact copy, up to this many vectors in the whole batch (a remember), each is one
+# search rather than a scan of every stored vector of the namespace.
 FEW_VECTORS = 16
 _BLOCK = 8_192
 
@@ -65,6 +67,9 @@ def closest_stored(
     flt = build_filter(namespace=namespace)
     if len(vectors) == 0:
         return []
+    found = store.search_many(vectors, k, flt, exact_only=True)  # the in-memory copy: one product
+    if found is not None:
+        return _triples(found)
     total = store.count(flt) if max(len(vectors), batch_size or 0) > FEW_VECTORS else None
     if total == 0:
         return [[] for _ in vectors]
@@ -93,7 +98,8 @@ def closest_stored(
             [(ids[j], float(x), contents[j].as_py()) for j, x in zip(at, sim, strict=True) if np.isfinite(x)]
             for at, sim in zip(best_at.tolist(), best_sim.tolist(), strict=True)
         ]
-    with store.one_version():  # one version check for all the searches
-        return [
-            [(h.record.id, h.similarity, h.record.content) for h in store.search(vector, k, flt)] for vector in vectors
-        ]
+    return _triples(store.search_many(vectors, k, flt))
+
+
+def _triples(found) -> list[list[tuple[str, float, str]]]:
+    return [[(h.record.id, h.similarity, h.record.content) for h in hits] for hits in found]

@@ -152,6 +152,27 @@ class ExactIndex:
         best = best[np.lexsort((candidates[best], -chosen[best]))]
         return [(int(candidates[i]), float(chosen[i])) for i in best]
 
+    def top_many(
+        self, snap: Snapshot, queries: np.ndarray, limit: int, namespace: str | None, now: float
+    ) -> list[list[tuple[int, float]]]:
+        """`top` for each of several queries, with one matrix product over the kept rows."""
+        mask = snap.alive & (snap.expires > now)
+        if namespace is not None:
+            code = self._namespace_codes.get(namespace)
+            mask = mask & (snap.namespaces == (-2 if code is None else code))
+        candidates = np.flatnonzero(mask)
+        if candidates.size == 0 or limit <= 0:
+            return [[] for _ in queries]
+        with self._one_blas_thread():
+            scores = np.asarray(queries, dtype=np.float32) @ snap.vectors[candidates].T
+        k = min(limit, candidates.size)
+        found = []
+        for chosen in scores:
+            best = np.argpartition(-chosen, k - 1)[:k] if k < candidates.size else np.arange(candidates.size)
+            best = best[np.lexsort((candidates[best], -chosen[best]))]
+            found.append([(int(candidates[i]), float(chosen[i])) for i in best])
+        return found
+
     def pinned_rows(self, snap: Snapshot, namespace: str | None) -> list[int]:
         """Live pinned rows (of one namespace, or all)."""
         mask = snap.alive & snap.pinned[: snap.n]
@@ -415,6 +436,22 @@ class ExactSearch:
         if records is None:
             return None
         return [ScoredMemory(r, min(1.0, max(0.0, score))) for r, (_, score) in zip(records, top)]
+
+    def _exact_search_many(
+        self, vectors: np.ndarray, limit: int, flt: Filter | None
+    ) -> list[list[ScoredMemory]] | None:
+        """`_exact_search` for several vectors: one product, one fetch of every hit's row."""
+        found = self._exact_for(flt)
+        if found is None:
+            return None
+        snap, namespace = found
+        tops = self._exact.top_many(snap, vectors, limit, namespace, self.now().timestamp())
+        rows = list(dict.fromkeys(row for top in tops for row, _ in top))
+        records = self._fetch_rows(snap, rows, with_vectors=False)
+        if records is None:
+            return None
+        by_row = dict(zip(rows, records, strict=True))
+        return [[ScoredMemory(replace(by_row[row]), min(1.0, max(0.0, score))) for row, score in top] for top in tops]
 
     def _exact_neighbours(
         self, windows: Sequence[tuple[str, int, int]], flt: Filter | None

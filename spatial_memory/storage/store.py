@@ -461,6 +461,21 @@ class MemoryStore(
                 results.append(ScoredMemory(record, similarity))
         return results
 
+    def search_many(
+        self, vectors: np.ndarray, limit: int, flt: Filter | None = None, *, exact_only: bool = False
+    ) -> list[list[ScoredMemory]] | None:
+        """`search` for each of several vectors (records without vectors): one matrix product on
+        the exact copy when it can answer, else one search each at one version (or None, with
+        `exact_only`, so the caller can choose another way)."""
+        exact = self._exact_search_many(vectors, limit, flt)
+        if exact is not None:
+            self._ledger.apply(hit.record for hits in exact for hit in hits)
+            return exact
+        if exact_only:
+            return None
+        with self.one_version():
+            return [self.search(vector, limit, flt) for vector in vectors]
+
     def _nearest(
         self, vector: np.ndarray, limit: int, flt: Filter | None, where: str | None, columns: list[str], *, refine: bool
     ) -> pa.Table:
