@@ -138,6 +138,28 @@ def test_commits_by_this_process_keep_the_copy_exact(tmp_path):
         )
 
 
+def test_own_commits_move_the_copy_without_a_reload(tmp_path):
+    """Each write of this process moves the copy to the new version in place: none drops it (a
+    reload is a scan of every row, per write)."""
+    rng = np.random.default_rng(3)
+    store = MemoryStore(tmp_path / "db", "m", DIM, compact_fragment_threshold=1000)
+    store.add([record(rng, "a") for _ in range(20)])
+    store.search(record(rng).vector, 3)
+    assert store._exact.current(store.version) is not None
+    live = store.scan()
+    rewritten = record(rng, "b", content="rewritten")
+    rewritten.id = live[0].id
+    for write in (
+        lambda: store.add([record(rng, "a") for _ in range(3)]),
+        lambda: store.add([record(rng, "b")]),
+        lambda: store.upsert([rewritten]),
+        lambda: store.delete_ids([live[1].id]),
+    ):
+        write()
+        assert store._exact.current(store.version) is not None
+    assert_same(store, tmp_path / "db", rng, ["a", "b"])
+
+
 def test_compaction_rename_and_another_process(tmp_path):
     rng = np.random.default_rng(11)
     path = tmp_path / "db"

@@ -243,7 +243,7 @@ class ExactIndex:
                 return
             if after == before:
                 return
-            replaced = [*removed, *(w[0] for w in written)]
+            replaced = [*removed, *(w.id for w in written)]
             for memory_id in [*replaced, *moved]:
                 self._records.pop(memory_id, None)
             alive = snap.alive
