@@ -147,6 +147,27 @@ def test_access_counts_rewriting_rows_out_of_the_full_text_index_ask_for_compact
     assert {r.id for r, _ in store.fts_search("note", 50)} == {r.id for r in records}
 
 
+def test_a_store_opened_with_rows_outside_the_full_text_index_compacts_at_once(settings, fake_embedder, monkeypatch):
+    """A server that stopped after a burst of access counts left rows outside the full-text index:
+    the next one to open the store asks upkeep to compact right away, before any keyword search
+    (which would otherwise scan those rows in every recall until a pause between calls)."""
+    from spatial_memory.runtime.resources import Resources
+    from spatial_memory.storage import maintenance
+
+    monkeypatch.setattr(maintenance, "FTS_UNINDEXED_MAX", 5)
+    first = MemoryStore(settings.db_path, fake_embedder.model_id, fake_embedder.dimension)
+    records = [_record(f"note {i}", dim=fake_embedder.dimension) for i in range(20)]
+    first.add(records)
+    first.compact()
+    first.record_access({r.id: 1 for r in records[:10]})
+    del first
+    resources = Resources(settings, fake_embedder)
+    store = resources.store()
+    assert store.fts_lags() and resources.upkeep._poked
+    resources.upkeep.run_once()
+    assert store.fts_unindexed_rows() == 0 and not store.fts_lags()
+
+
 @pytest.mark.parametrize("query", NASTY_QUERIES)
 def test_match_text_is_plain_words(query):
     terms = match_text(query)

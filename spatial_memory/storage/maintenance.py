@@ -42,19 +42,17 @@ class Maintenance:
         if self.read_only or self._writes_since_compaction == 0:
             return False
         idle = time.monotonic() - getattr(self, "_last_write", 0.0) > IDLE_COMPACT_SECONDS
-        return self._writes_since_compaction > self._compact_threshold or idle or self.fts_lags()
+        if self._writes_since_compaction > self._compact_threshold or idle:
+            return True
+        # Counting the rows outside the index costs a LanceDB call: asked only once keyword
+        # searches pay for them, not after every write of an ingest.
+        return self._keyword_searches_since_compaction > 0 and self.fts_lags()
 
     def fts_lags(self) -> bool:
         """More than FTS_UNINDEXED_MAX rows outside the full-text index, on a table without a vector
-        index, and keyword searches paying for them. With a vector index, recall's counts go to the
-        access ledger and rewrite no rows, and every compaction adds an index segment, so only the
-        fragment threshold applies there."""
-        return (
-            not self.read_only
-            and self._keyword_searches_since_compaction > 0
-            and not self._vector_index_ready()
-            and self.fts_unindexed_rows() > FTS_UNINDEXED_MAX
-        )
+        index. With a vector index, recall's counts go to the access ledger and rewrite no rows,
+        and every compaction adds an index segment, so only the fragment threshold applies there."""
+        return not self.read_only and not self._vector_index_ready() and self.fts_unindexed_rows() > FTS_UNINDEXED_MAX
 
     def compact(self) -> None:
         """Merge small fragments and drop old versions, keeping search fast as the table grows.
