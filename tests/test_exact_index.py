@@ -138,7 +138,7 @@ def test_commits_by_this_process_keep_the_copy_exact(tmp_path):
         )
 
 
-def test_own_commits_move_the_copy_without_a_reload(tmp_path):
+def test_own_commits_move_the_copy_without_a_reload(tmp_path, monkeypatch):
     """Each write of this process moves the copy to the new version in place: none drops it (a
     reload is a scan of every row, per write)."""
     rng = np.random.default_rng(3)
@@ -149,14 +149,28 @@ def test_own_commits_move_the_copy_without_a_reload(tmp_path):
     live = store.scan()
     rewritten = record(rng, "b", content="rewritten")
     rewritten.id = live[0].id
+    added = [record(rng, "a") for _ in range(3)]
     for write in (
-        lambda: store.add([record(rng, "a") for _ in range(3)]),
+        lambda: store.add(added),
         lambda: store.add([record(rng, "b")]),
         lambda: store.upsert([rewritten]),
         lambda: store.delete_ids([live[1].id]),
     ):
         write()
         assert store._exact.current(store.version) is not None
+    # The rows it wrote are held as committed: no LanceDB read to return them.
+    snap = store._exact_snapshot()
+    rows = [snap.positions[i] for i in (*(r.id for r in added), rewritten.id)]
+    assert snap.current_summary[rows].all()
+    monkeypatch.setattr(store, "_scan", lambda *a, **k: pytest.fail("read from LanceDB"))
+    monkeypatch.setattr(store._table, "take_row_ids", lambda *a, **k: pytest.fail("read from LanceDB"))
+    fetched = store._fetch_rows(snap, rows, with_vectors=True)
+    assert [(r.id, r.content, r.namespace) for r in fetched] == [
+        *((r.id, r.content, r.namespace) for r in added),
+        (rewritten.id, "rewritten", "b"),
+    ]
+    assert all(np.array_equal(r.vector, w.vector) for r, w in zip(fetched, [*added, rewritten]))
+    monkeypatch.undo()
     assert_same(store, tmp_path / "db", rng, ["a", "b"])
 
 

@@ -168,6 +168,29 @@ def test_a_store_opened_with_rows_outside_the_full_text_index_compacts_at_once(s
     assert store.fts_unindexed_rows() == 0 and not store.fts_lags()
 
 
+def test_a_recall_after_a_burst_of_writes_wakes_upkeep_to_compact(settings, fake_embedder, monkeypatch):
+    """Rows written since the last compaction are outside the full-text index: the first recall
+    after a burst of writes wakes upkeep to compact, without waiting for a pause between calls
+    (a client recalling back to back would otherwise scan them in every keyword search)."""
+    from spatial_memory.runtime.resources import Resources
+    from spatial_memory.server.app import App
+    from spatial_memory.storage import maintenance
+    from spatial_memory.storage.records import NewMemory
+
+    monkeypatch.setattr(maintenance, "FTS_UNINDEXED_MAX", 5)
+    resources = Resources(settings, fake_embedder)
+    app = App(resources)
+    app.memory.remember_batch([NewMemory(content=f"note about topic {i}") for i in range(8)])
+    store = resources.store()
+    resources.upkeep.run_once()  # a pass right after the writes: nobody searched, no compaction
+    assert store.fts_unindexed_rows() == 8 and not store.fts_may_lag()
+    resources.upkeep._poked = False
+    app.search.recall("topic", limit=3)
+    assert store.fts_may_lag() and resources.upkeep._poked
+    resources.upkeep.run_once()
+    assert store.fts_unindexed_rows() == 0 and not store.fts_may_lag()
+
+
 @pytest.mark.parametrize("query", NASTY_QUERIES)
 def test_match_text_is_plain_words(query):
     terms = match_text(query)

@@ -171,6 +171,8 @@ class SearchService(Service):
         elif alpha > 0.0:
             by_vector = store.search_candidates(query_vector, depth, flt)
         by_keyword, bm25_scores = keyword.result()
+        if store.fts_may_lag():  # keyword searches scan the rows outside the index: compact now
+            self._r.upkeep.poke()
         by_neighbour = store.neighbour_candidates(by_keyword.windows(NEIGHBOUR_RADIUS), flt)
         candidates = Candidates.union([c for c in (by_vector, by_keyword, by_neighbour) if c is not None])
         if not len(candidates):

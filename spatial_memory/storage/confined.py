@@ -35,7 +35,17 @@ if TYPE_CHECKING:
 # Facts about the store itself, not about any memory, and one_version (which version this
 # thread's reads check): passed through unchanged.
 _STORE_FACTS = frozenset(
-    {"dim", "model_id", "read_only", "read_only_reason", "version", "needs_compaction", "damage", "one_version"}
+    {
+        "dim",
+        "model_id",
+        "read_only",
+        "read_only_reason",
+        "version",
+        "needs_compaction",
+        "fts_may_lag",
+        "damage",
+        "one_version",
+    }
 )
 
 

@@ -13,7 +13,8 @@ hits without an address are fetched by id instead. Results are checked against t
 should carry, so a copy that went stale between the version check and the fetch is noticed.
 
 The other columns of the rows loaded are kept as an Arrow table (a few MB at 10,000 rows), so
-a search needs no LanceDB call at all for them; rows written or rewritten since the load are
+a search needs no LanceDB call at all for them; the rows this process writes are appended to it
+from the Arrow table it commits. Rows rewritten by LanceDB itself (an update's SQL values) are
 fetched from LanceDB once and then kept as records, until a commit touches them again.
 """
 
@@ -66,7 +67,7 @@ class Snapshot:
     vectors: np.ndarray  # (capacity, dim) float32; rows >= n are not part of this snapshot
     alive: np.ndarray  # bool, length n
     positions: dict[str, int]  # id -> row of its live entry
-    summary: pa.Table  # the non-vector columns of rows [0, loaded) as of the load
+    summary: pa.Table  # the non-vector columns of rows [0, loaded) as of the load, and of rows this process wrote since
     current_summary: np.ndarray  # bool, length n: the row's summary is still what LanceDB holds
 
 
@@ -228,11 +229,13 @@ class ExactIndex:
         *,
         removed: Sequence[str] = (),
         written: Sequence[Written] = (),
+        rows: pa.Table | None = None,
         moved: Sequence[str] = (),
     ) -> None:
         """Apply one commit of this process that took the table from `before` to `after`.
 
-        `removed`: ids deleted; `written`: rows inserted or replaced;
+        `removed`: ids deleted; `written`: rows inserted or replaced, and `rows` the same rows as
+        written to LanceDB (every column), whose summary the copy then holds as current;
         `moved`: ids rewritten in place by LanceDB (same vector, new row address)."""
         with self._lock:
             snap = self._snapshot
@@ -263,7 +266,7 @@ class ExactIndex:
                     if row is not None:
                         addresses[row] = UNKNOWN
                         current_summary[row] = False
-            n, vectors, ids, namespaces = snap.n, snap.vectors, snap.ids, snap.namespaces
+            n, vectors, ids, namespaces, summary = snap.n, snap.vectors, snap.ids, snap.namespaces, snap.summary
             sessions, sequences, expires, pinned = snap.sessions, snap.sequences, snap.expires, snap.pinned
             if written:
                 m = len(written)
@@ -290,7 +293,9 @@ class ExactIndex:
                 expires = np.concatenate([expires, np.array([w.expires for w in written], np.float64)])
                 pinned = np.concatenate([pinned, np.array([w.pinned for w in written], bool)])
                 alive = np.concatenate([alive, np.ones(m, dtype=bool)])
-                current_summary = np.concatenate([current_summary, np.zeros(m, dtype=bool)])
+                appended = _appended_summary(summary, n, rows, m)
+                summary = appended if appended is not None else summary
+                current_summary = np.concatenate([current_summary, np.full(m, appended is not None)])
                 for offset, w in enumerate(written):
                     positions[w.id] = n + offset
                 n += m
@@ -312,6 +317,7 @@ class ExactIndex:
                 alive=alive,
                 positions=positions,
                 current_summary=current_summary,
+                summary=summary,
             )
 
     def rebased(self, before: int, after: int) -> None:
@@ -357,6 +363,25 @@ class ExactIndex:
         if code is None:
             code = self._namespace_codes[namespace] = len(self._namespace_codes)
         return code
+
+
+# Appended summaries are merged into one chunk past this many chunks: take() on one chunk is
+# ~4x faster, and merging every commit would copy the whole summary each time.
+_MAX_SUMMARY_CHUNKS = 16
+
+
+def _appended_summary(summary: pa.Table, n: int, rows: pa.Table | None, m: int) -> pa.Table | None:
+    """The summary with the rows of a commit appended (they become rows n.. of the copy), or
+    None when it cannot hold them: it no longer covers every row before them, or their columns
+    do not match."""
+    if rows is None or rows.num_rows != m or summary.num_rows != n:
+        return None
+    try:
+        added = rows.select(summary.column_names).cast(summary.schema)
+    except (KeyError, ValueError, pa.ArrowException):
+        return None
+    table = pa.concat_tables([summary, added])
+    return table.combine_chunks() if table.column(0).num_chunks > _MAX_SUMMARY_CHUNKS else table
 
 
 def _pinned(table: pa.Table) -> np.ndarray:

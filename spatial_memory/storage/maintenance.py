@@ -44,9 +44,19 @@ class Maintenance:
         idle = time.monotonic() - getattr(self, "_last_write", 0.0) > IDLE_COMPACT_SECONDS
         if self._writes_since_compaction > self._compact_threshold or idle:
             return True
-        # Counting the rows outside the index costs a LanceDB call: asked only once keyword
-        # searches pay for them, not after every write of an ingest.
-        return self._keyword_searches_since_compaction > 0 and self.fts_lags()
+        return self.fts_may_lag()
+
+    def fts_may_lag(self) -> bool:
+        """Keyword searches have run since the last compaction and this process has written or
+        rewritten more than FTS_UNINDEXED_MAX rows since (each outside the full-text index until
+        the next compaction), on a table without a vector index. No LanceDB call: recall asks it
+        after every keyword search, to wake upkeep without waiting for a pause between calls."""
+        return (
+            self._keyword_searches_since_compaction > 0
+            and self._rows_since_compaction > FTS_UNINDEXED_MAX
+            and not self.read_only
+            and not self._vector_index_ready()
+        )
 
     def fts_lags(self) -> bool:
         """More than FTS_UNINDEXED_MAX rows outside the full-text index, on a table without a vector
@@ -76,6 +86,7 @@ class Maintenance:
                 raise
             self._writes_since_compaction = 0
             self._keyword_searches_since_compaction = 0
+            self._rows_since_compaction = 0
             self._exact.rebased(before, self._table.version)
             if not self._vector_index_ready():
                 self.fold_accesses()  # no index to protect (any more): keep the counts in the rows

@@ -149,6 +149,7 @@ class MemoryStore(
         self._retention = timedelta(seconds=version_retention_seconds)
         self._writes_since_compaction = 0
         self._keyword_searches_since_compaction = 0
+        self._rows_since_compaction = 0  # rows this process wrote or rewrote (see fts_may_lag)
         remote = is_remote(db_path)
         if not remote:
             try:
@@ -622,6 +623,8 @@ class MemoryStore(
                 self._exact.invalidate()
                 raise
             self._follow_expiry(before, change)
+            if change is not None:
+                self._rows_since_compaction += len(change.get("written", ())) + len(change.get("moved", ()))
             if change is None or before is None or not self._exact.has_copy():
                 self._exact.invalidate()
             else:
@@ -668,7 +671,7 @@ class MemoryStore(
                 "write failed, nothing was stored",
                 lambda: self._table.add(data),
                 landed=lambda: self._table.count_rows(first) > 0,
-                change={"written": _written(records)},
+                change={"written": _written(records), "rows": data},
             )
             self._forget_accesses([r.id for r in records])
         if len(records) >= BULK_ROWS:
@@ -738,7 +741,7 @@ class MemoryStore(
                 lambda: (
                     self._table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
                 ),
-                change={"written": _written(records)},
+                change={"written": _written(records), "rows": data},
             )
             self._forget_accesses([r.id for r in records])
 
@@ -768,7 +771,7 @@ class MemoryStore(
                     .when_not_matched_by_source_delete(build_filter(ids=deletions).sql)
                     .execute(data)
                 ),
-                change={"written": _written(new_records), "removed": deletions},
+                change={"written": _written(new_records), "rows": data, "removed": deletions},
             )
             self._forget_accesses([*(r.id for r in new_records), *deletions])
 
