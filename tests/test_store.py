@@ -156,3 +156,17 @@ def test_the_last_writes_are_compacted_once_the_store_is_quiet(store, monkeypatc
     assert store.needs_compaction()
     store.compact()
     assert not store.needs_compaction()
+
+
+def test_a_compaction_keeps_the_data_version_that_caches_key_on(store):
+    """Maps, regions and vocabularies are cached per data_version: a compaction by this process
+    rewrites files, not memories, so it keeps them; any write moves it on."""
+    store.add([record(i) for i in range(5)])
+    store.add([record(i) for i in range(5, 10)])
+    shown = store.data_version
+    store.compact()
+    assert store.version != shown and store.data_version == shown
+    store.compact()
+    assert store.data_version == shown
+    store.add([record(10)])
+    assert store.data_version == store.version and store.data_version != shown

@@ -224,7 +224,7 @@ class SpatialService:
         include_members: bool = False,
     ) -> RegionsResult:
         store = self._r.store()
-        key = (store.version, namespace, min_cluster_size, max_clusters, include_members)
+        key = (store.data_version, namespace, min_cluster_size, max_clusters, include_members)
         cached = self._regions_cache.get(key)
         if cached is not None:
             return cached

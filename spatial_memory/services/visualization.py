@@ -50,7 +50,7 @@ class VisualizationService:
         store = self._r.store()
         highlights = set(highlight_ids or [])
         key = (
-            store.version,
+            store.data_version,
             tuple(memory_ids) if memory_ids is not None else None,
             namespace,
             format,

@@ -38,7 +38,7 @@ class VocabularyService(Service):
         most used first. `namespaces`: only names found in these namespaces (None: every one)."""
         store = self._r.store()
         within = None if namespaces is None else frozenset(namespaces)
-        key = (store.version, kind, within)
+        key = (store.data_version, kind, within)
         ranked = self._names.get(key)
         if ranked is None:
             ranked = _ranked_names(store, kind, within)

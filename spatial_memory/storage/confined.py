@@ -41,6 +41,7 @@ _STORE_FACTS = frozenset(
         "read_only",
         "read_only_reason",
         "version",
+        "data_version",
         "needs_compaction",
         "fts_may_lag",
         "damage",

@@ -87,7 +87,11 @@ class Maintenance:
             self._writes_since_compaction = 0
             self._keyword_searches_since_compaction = 0
             self._rows_since_compaction = 0
-            self._exact.rebased(before, self._table.version)
+            after = self._table.version
+            if after != before:
+                recent = dict(list(self._same_data.items())[-7:])  # a few: only the newest is asked
+                self._same_data = {**recent, after: self._same_data.get(before, before)}
+            self._exact.rebased(before, after)
             if not self._vector_index_ready():
                 self.fold_accesses()  # no index to protect (any more): keep the counts in the rows
         self._ensure_fts_index()

@@ -150,6 +150,7 @@ class MemoryStore(
         self._writes_since_compaction = 0
         self._keyword_searches_since_compaction = 0
         self._rows_since_compaction = 0  # rows this process wrote or rewrote (see fts_may_lag)
+        self._same_data: dict[int, int] = {}  # version after a compaction -> data_version before it
         remote = is_remote(db_path)
         if not remote:
             try:
@@ -270,6 +271,14 @@ class MemoryStore(
         """The table's version: the newest one, or the one this thread's `one_version` read."""
         pinned = getattr(self._pinned, "version", None)
         return self._table.version if pinned is None else pinned
+
+    @property
+    def data_version(self) -> int:
+        """The table version, except that a version made by this process's compaction counts as
+        the one it compacted: the same memories, so caches of what they show (maps, regions)
+        stay valid across it."""
+        version = self.version
+        return self._same_data.get(version, version)
 
     @contextmanager
     def one_version(self, version: int | None = None) -> Iterator[int]:
