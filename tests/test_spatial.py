@@ -260,3 +260,27 @@ async def test_first_visualize_reports_progress(client):
     await client.call_tool("remember", {"content": "one more"})
     second = await client.call_tool("visualize", {}, progress_callback=on_progress)
     assert not second.is_error and updates == []
+
+
+def test_every_format_of_one_map_shares_its_layout_until_the_memories_change(settings, fake_embedder, monkeypatch):
+    """json, then svg, then mermaid of the same selection lay the map out once; a compaction
+    keeps it (same memories), a write does not."""
+    from spatial_memory import algorithms
+    from spatial_memory.runtime.resources import Resources
+    from spatial_memory.server.app import App
+    from spatial_memory.storage.records import NewMemory
+
+    app = App(Resources(settings, fake_embedder))
+    app.memory.remember_batch([NewMemory(content=f"{TOPICS[k][0]} ({k})") for k in sorted(TOPICS)])
+    layouts = []
+    project = algorithms.project
+    monkeypatch.setattr(algorithms, "project", lambda *a, **k: layouts.append(1) or project(*a, **k))
+    first = app.visualization.visualize(format="json")
+    svg = app.visualization.visualize(format="svg")
+    app.visualization.visualize(format="mermaid")
+    assert len(layouts) == 1 and not svg.cached
+    assert all(node.id in svg.output for node in first.nodes)
+    app.resources.store().compact()
+    assert app.visualization.visualize(format="json").cached and len(layouts) == 1
+    app.memory.remember(NewMemory(content="something new"))
+    assert not app.visualization.visualize(format="json").cached and len(layouts) == 2

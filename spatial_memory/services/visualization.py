@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .. import algorithms as alg
@@ -25,10 +27,22 @@ def _select(records: list[MemoryRecord], limit: int, pinned: set[str]) -> list[M
     return ranked[:limit]
 
 
+@dataclass(frozen=True)
+class _Drawing:
+    """A map before its format: what every format of the same selection shares."""
+
+    nodes: list[VisualNode]
+    edges: list[VisualEdge]
+    clusters: list[VisualCluster]
+    bounds: dict[str, float]
+    contents: dict[str, str]
+
+
 class VisualizationService:
     def __init__(self, resources: Resources) -> None:
         self._r = resources
         self._cache = VersionedCache()
+        self._drawings = VersionedCache(size=4)
         self._projected = False
 
     @property
@@ -49,20 +63,54 @@ class VisualizationService:
     ) -> VisualizeResult:
         store = self._r.store()
         highlights = set(highlight_ids or [])
-        key = (
+        # One drawing per store state and selection, whatever the format: the layout and the
+        # clustering are the slow part, and a client often asks for json, then svg.
+        drawing_key = (
             store.data_version,
             tuple(memory_ids) if memory_ids is not None else None,
             namespace,
-            format,
             dimensions,
             include_edges,
             max_memories,
             tuple(sorted(highlights)),
         )
+        key = (*drawing_key, format)
         cached = self._cache.get(key)
         if cached is not None:
             return cached.model_copy(update={"cached": True})
+        drawing = self._drawings.get(drawing_key)
+        if drawing is None:
+            drawing = self._draw(store, memory_ids, namespace, dimensions, include_edges, max_memories, highlights)
+            self._drawings.put(drawing_key, drawing)
 
+        nodes, edges, clusters = drawing.nodes, drawing.edges, drawing.clusters
+        if format == "json":
+            result = VisualizeResult(
+                format="json", node_count=len(nodes), nodes=nodes, edges=edges, clusters=clusters, bounds=drawing.bounds
+            )
+        elif format == "mermaid":
+            result = VisualizeResult(
+                format="mermaid", node_count=len(nodes), output=render.mermaid(nodes, edges, clusters)
+            )
+        else:
+            result = VisualizeResult(
+                format="svg",
+                node_count=len(nodes),
+                output=render.svg(nodes, edges, clusters, contents=drawing.contents),
+            )
+        self._cache.put(key, result)
+        return result
+
+    def _draw(
+        self,
+        store,
+        memory_ids: list[str] | None,
+        namespace: str | None,
+        dimensions: int,
+        include_edges: bool,
+        max_memories: int,
+        highlights: set[str],
+    ) -> _Drawing:
         if memory_ids:
             records = store.get_many(memory_ids, with_vectors=True)
             if not records:
@@ -95,8 +143,6 @@ class VisualizationService:
             )
             for i, r in enumerate(records)
         ]
-        clusters = self._clusters(records, labels, coords, dimensions)
-        edges = self._edges(records, vectors) if include_edges else []
         bounds = {
             "x_min": float(coords[:, 0].min()),
             "x_max": float(coords[:, 0].max()),
@@ -105,22 +151,13 @@ class VisualizationService:
         }
         if dimensions > 2:
             bounds |= {"z_min": float(coords[:, 2].min()), "z_max": float(coords[:, 2].max())}
-
-        if format == "json":
-            result = VisualizeResult(
-                format="json", node_count=len(nodes), nodes=nodes, edges=edges, clusters=clusters, bounds=bounds
-            )
-        elif format == "mermaid":
-            result = VisualizeResult(
-                format="mermaid", node_count=len(nodes), output=render.mermaid(nodes, edges, clusters)
-            )
-        else:
-            contents = {r.id: r.content for r in records}
-            result = VisualizeResult(
-                format="svg", node_count=len(nodes), output=render.svg(nodes, edges, clusters, contents=contents)
-            )
-        self._cache.put(key, result)
-        return result
+        return _Drawing(
+            nodes=nodes,
+            edges=self._edges(records, vectors) if include_edges else [],
+            clusters=self._clusters(records, labels, coords, dimensions),
+            bounds=bounds,
+            contents={r.id: r.content for r in records},
+        )
 
     def _clusters(
         self, records: list[MemoryRecord], labels: np.ndarray, coords: np.ndarray, dimensions: int
