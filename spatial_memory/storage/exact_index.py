@@ -36,6 +36,7 @@ from .schema import SUMMARY_COLUMNS, rows_to_records
 log = logging.getLogger(__name__)
 
 UNKNOWN = -1
+_NO_CODE = -2  # the code of a namespace the copy has never seen: matches no row
 
 
 @dataclass(frozen=True)
@@ -137,49 +138,34 @@ class ExactIndex:
             return []
         with self._one_blas_thread():  # runtime/blas.py: a split product waits for a busy core
             scores = snap.vectors[: snap.n] @ np.asarray(query, dtype=np.float32)
-        mask = snap.alive & (snap.expires > now)
-        if namespace is not None:
-            code = self._namespace_codes.get(namespace)
-            if code is None:
-                return []
-            mask = mask & (snap.namespaces == code)
-        candidates = np.flatnonzero(mask)
-        if candidates.size == 0:
-            return []
-        chosen = scores[candidates]
-        k = min(limit, candidates.size)
-        best = np.argpartition(-chosen, k - 1)[:k] if k < candidates.size else np.arange(candidates.size)
-        # Ties broken by row order, so equal scores come back in a stable order.
-        best = best[np.lexsort((candidates[best], -chosen[best]))]
-        return [(int(candidates[i]), float(chosen[i])) for i in best]
+        candidates = np.flatnonzero(self._live(snap, namespace, now))
+        return _best(scores[candidates], candidates, limit)
 
     def top_many(
         self, snap: Snapshot, queries: np.ndarray, limit: int, namespace: str | None, now: float
     ) -> list[list[tuple[int, float]]]:
-        """`top` for each of several queries, with one matrix product over the kept rows."""
-        mask = snap.alive & (snap.expires > now)
-        if namespace is not None:
-            code = self._namespace_codes.get(namespace)
-            mask = mask & (snap.namespaces == (-2 if code is None else code))
-        candidates = np.flatnonzero(mask)
+        """`top` for each of several queries. One matrix product over the candidate rows only
+        (a batch's queries usually search one namespace of several), where `top`'s one query
+        multiplies every row and selects after."""
+        candidates = np.flatnonzero(self._live(snap, namespace, now))
         if candidates.size == 0 or limit <= 0:
             return [[] for _ in queries]
         with self._one_blas_thread():
             scores = np.asarray(queries, dtype=np.float32) @ snap.vectors[candidates].T
-        k = min(limit, candidates.size)
-        found = []
-        for chosen in scores:
-            best = np.argpartition(-chosen, k - 1)[:k] if k < candidates.size else np.arange(candidates.size)
-            best = best[np.lexsort((candidates[best], -chosen[best]))]
-            found.append([(int(candidates[i]), float(chosen[i])) for i in best])
-        return found
+        return [_best(chosen, candidates, limit) for chosen in scores]
+
+    def _live(self, snap: Snapshot, namespace: str | None, now: float) -> np.ndarray:
+        """Mask of the rows alive, not expired at `now` and in `namespace` (None: any)."""
+        mask = snap.alive & (snap.expires > now)
+        if namespace is not None:
+            mask &= snap.namespaces == self._namespace_codes.get(namespace, _NO_CODE)
+        return mask
 
     def pinned_rows(self, snap: Snapshot, namespace: str | None) -> list[int]:
         """Live pinned rows (of one namespace, or all)."""
         mask = snap.alive & snap.pinned[: snap.n]
         if namespace is not None:
-            code = self._namespace_codes.get(namespace)
-            mask &= snap.namespaces == (-2 if code is None else code)
+            mask &= snap.namespaces == self._namespace_codes.get(namespace, _NO_CODE)
         return np.flatnonzero(mask).tolist()
 
     def session_rows(
@@ -193,10 +179,7 @@ class ExactIndex:
             code = self._session_codes.get(session)
             if code is not None:
                 mask |= (sessions == code) & (sequences >= low) & (sequences <= high)
-        mask &= snap.alive & (snap.expires > now)
-        if namespace is not None:
-            code = self._namespace_codes.get(namespace)
-            mask &= snap.namespaces == (-2 if code is None else code)
+        mask &= self._live(snap, namespace, now)
         return np.flatnonzero(mask).tolist()
 
     # ---- following this process's own commits ----------------------------------------------
@@ -363,6 +346,17 @@ class ExactIndex:
         if code is None:
             code = self._namespace_codes[namespace] = len(self._namespace_codes)
         return code
+
+
+def _best(scores: np.ndarray, candidates: np.ndarray, limit: int) -> list[tuple[int, float]]:
+    """(row, score) of the best `limit` candidates (`scores[i]` is candidate i's), best first;
+    ties broken by row order, so equal scores come back in a stable order."""
+    k = min(limit, candidates.size)
+    if k <= 0:
+        return []
+    best = np.argpartition(-scores, k - 1)[:k] if k < candidates.size else np.arange(candidates.size)
+    best = best[np.lexsort((candidates[best], -scores[best]))]
+    return [(int(candidates[i]), float(scores[i])) for i in best]
 
 
 # Appended summaries are merged into one chunk past this many chunks: take() on one chunk is

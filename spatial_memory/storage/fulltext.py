@@ -117,7 +117,7 @@ class FullTextSearch:
         where = self._search_where(flt)
         if where is NO_MATCH:
             return None
-        self._keyword_searches_since_compaction += 1  # see Maintenance.fts_lags
+        self._keyword_searches_since_compaction += 1  # see Maintenance.fts_may_lag
         try:
             return self._namespace_search(
                 lambda table, rows, share: table.query().nearest_to_text(MatchQuery(terms, "content")),
