@@ -68,7 +68,7 @@ class Settings(BaseSettings):
     warm_up_projection: bool = Field(
         False,
         description=(
-            "After preloading, import the map's layout code (scipy) and run a tiny map in the "
+            "After preloading, import the map's layout and clustering code and run a tiny map in the "
             "background so the first visualize is a little quicker (more RSS while idle)."
         ),
     )

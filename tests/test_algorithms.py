@@ -69,6 +69,18 @@ def test_package_import_is_light():
     assert out.stdout.strip() == "[]"
 
 
+def test_a_map_of_500_points_imports_no_scipy():
+    """A fresh process's first visualize (500 memories by default) lays out, in 2-D and 3-D, and
+    clusters without scipy, whose import cost ~0.25 s before the first map."""
+    code = (
+        "import sys, numpy as np; from spatial_memory.algorithms import cluster_vectors, project; "
+        "x = np.random.default_rng(0).normal(size=(500, 32)); project(x, 2); project(x, 3); cluster_vectors(x, 3); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'scipy'))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 # --------------------------------------------------------------------------- slerp
 
 

@@ -1,7 +1,8 @@
 """Pure numerical algorithms: numpy arrays in, arrays / plain Python out.
 
 scipy is imported inside the
-functions that need them, so importing this package stays cheap.
+functions that need it (clustering above 500 points), so importing this package stays cheap and
+a map of up to 500 memories never imports it.
 """
 
 from .clustering import (

@@ -43,8 +43,8 @@ def project(
 
 
 def warm_up_projection() -> None:
-    """Run a tiny layout so its numba function is loaded (or compiled, once per install) before
-    the first real map."""
+    """Run a tiny layout so its code is imported and its numpy paths are warm before the first
+    real map."""
     rng = np.random.default_rng(0)
     umap_layout(unit_rows(rng.normal(size=(30, 16))), 2, n_neighbors=10, n_epochs=10)
 

@@ -105,9 +105,9 @@ def register(tools: ToolSet, a: Arguments) -> None:
         """Map memories to 2-D/3-D (UMAP on cosine similarity) as json, a Mermaid flowchart or an SVG image.
 
         Colours are clusters, size is importance, tooltips hold the full content."""
-        # The first map in a process imports scipy: say so while it runs.
+        # The first map in a process loads its code (scipy too above 500 memories): say so while it runs.
         app = ctx.request_context.lifespan_context
-        note = None if app.visualization.projection_ready else "importing the UMAP layout code for a first map"
+        note = None if app.visualization.projection_ready else "loading the UMAP layout code for a first map"
         return await call(
             ctx,
             lambda app: app.visualization.visualize(
