@@ -59,14 +59,14 @@ def assert_same(store: MemoryStore, path: Path, rng: np.random.Generator, namesp
     queries = np.stack([record(rng).vector for _ in range(6)])
     for namespace in [None, *namespaces]:
         flt = build_filter(namespace=namespace) if namespace else None
-        together = store.search_many(queries, 4, flt, exact_only=True)
+        together = store.closest_contents(queries, 4, flt, exact_only=True)
         assert together is not None
         alone = [store.search(query, 4, flt) for query in queries]
-        assert [[(h.record.id, h.record.content) for h in hits] for hits in together] == [
-            [(h.record.id, h.record.content) for h in hits] for hits in alone
+        assert [[(m.id, m.content, m.namespace) for m in hits] for hits in together] == [
+            [(h.record.id, h.record.content, h.record.namespace) for h in hits] for hits in alone
         ]
         for hits, expected_hits in zip(together, alone, strict=True):  # float32 sums in another order
-            assert [h.similarity for h in hits] == pytest.approx([h.similarity for h in expected_hits], abs=1e-6)
+            assert [m.similarity for m in hits] == pytest.approx([h.similarity for h in expected_hits], abs=1e-6)
     assert store._exact.has_copy()
 
 
@@ -228,8 +228,8 @@ def test_big_tables_skip_the_copy(tmp_path):
     query = record(rng).vector
     expected = lance_answer(tmp_path / "db", query, 5, None)
     assert [h.record.id for h in store.search(query, 5)] == [i for i, _ in expected]
-    assert store.search_many(np.stack([query]), 5, exact_only=True) is None  # no copy to answer
-    assert [h.record.id for h in store.search_many(np.stack([query]), 5)[0]] == [i for i, _ in expected]
+    assert store.closest_contents(np.stack([query]), 5, exact_only=True) is None  # no copy to answer
+    assert [m.id for m in store.closest_contents(np.stack([query]), 5)[0]] == [i for i, _ in expected]
     assert not store._exact.has_copy()
 
 

@@ -41,8 +41,13 @@ def near_copies(store, namespaces: Sequence[str], vectors: np.ndarray, threshold
     by_namespace: dict[str, list[int]] = {}
     for i, namespace in enumerate(namespaces):
         by_namespace.setdefault(namespace, []).append(i)
+    with store.one_version():  # one version check for every namespace, not one each
+        closest_by_namespace = {
+            namespace: closest_stored(store, namespace, vectors[indexes], batch_size=len(vectors))
+            for namespace, indexes in by_namespace.items()
+        }
     for namespace, indexes in by_namespace.items():
-        closest_of = closest_stored(store, namespace, vectors[indexes], batch_size=len(vectors))
+        closest_of = closest_by_namespace[namespace]
         for i, closest in zip(indexes, closest_of, strict=True):
             if closest and closest[0][1] >= threshold:
                 found[i] = NearCopy(similarity=closest[0][1], memory_id=closest[0][0])
@@ -67,7 +72,7 @@ def closest_stored(
     flt = build_filter(namespace=namespace)
     if len(vectors) == 0:
         return []
-    found = store.search_many(vectors, k, flt, exact_only=True)  # the in-memory copy: one product
+    found = store.closest_contents(vectors, k, flt, exact_only=True)  # the in-memory copy: one product
     if found is not None:
         return _triples(found)
     total = store.count(flt) if max(len(vectors), batch_size or 0) > FEW_VECTORS else None
@@ -98,8 +103,8 @@ def closest_stored(
             [(ids[j], float(x), contents[j].as_py()) for j, x in zip(at, sim, strict=True) if np.isfinite(x)]
             for at, sim in zip(best_at.tolist(), best_sim.tolist(), strict=True)
         ]
-    return _triples(store.search_many(vectors, k, flt))
+    return _triples(store.closest_contents(vectors, k, flt))
 
 
 def _triples(found) -> list[list[tuple[str, float, str]]]:
-    return [[(h.record.id, h.similarity, h.record.content) for h in hits] for hits in found]
+    return [[(m.id, m.similarity, m.content) for m in hits] for hits in found]

@@ -63,14 +63,15 @@ def look_alikes(store, records: Sequence[MemoryRecord], settings: Settings) -> l
     by_namespace: dict[str, list[int]] = {}
     for i, record in enumerate(records):
         by_namespace.setdefault(record.namespace, []).append(i)
-    for namespace, indexes in by_namespace.items():
-        vectors = np.stack([np.asarray(records[i].vector, dtype=np.float32) for i in indexes])
-        closest_of = closest_stored(store, namespace, vectors, LOOK_ALIKES, batch_size=len(records))
-        for i, closest in zip(indexes, closest_of, strict=True):
-            for memory_id, similarity, content in closest:
-                if similarity < floor:
-                    continue
-                kind = relation(records[i].content, content, similarity, settings)
-                if kind is not None:
-                    found[i].append(LookAlike(memory_id, min(similarity, 1.0), kind, content))
+    with store.one_version():  # one version check for every namespace of the batch, not one each
+        for namespace, indexes in by_namespace.items():
+            vectors = np.stack([np.asarray(records[i].vector, dtype=np.float32) for i in indexes])
+            closest_of = closest_stored(store, namespace, vectors, LOOK_ALIKES, batch_size=len(records))
+            for i, closest in zip(indexes, closest_of, strict=True):
+                for memory_id, similarity, content in closest:
+                    if similarity < floor:
+                        continue
+                    kind = relation(records[i].content, content, similarity, settings)
+                    if kind is not None:
+                        found[i].append(LookAlike(memory_id, min(similarity, 1.0), kind, content))
     return found

@@ -162,9 +162,9 @@ class ConfinedStore:
     def search(self, vector, limit: int, flt: Filter | None = None, **options: Any):
         return [h for h in self._store.search(vector, limit, self._confine(flt), **options) if self._visible(h.record)]
 
-    def search_many(self, vectors, limit: int, flt: Filter | None = None, **options: Any):
-        found = self._store.search_many(vectors, limit, self._confine(flt), **options)
-        return None if found is None else [[h for h in hits if self._visible(h.record)] for hits in found]
+    def closest_contents(self, vectors, limit: int, flt: Filter | None = None, **options: Any):
+        found = self._store.closest_contents(vectors, limit, self._confine(flt), **options)
+        return None if found is None else [[m for m in hits if self._scope.can_read(m.namespace)] for hits in found]
 
     def as_of_search(self, vector, limit: int, flt: Filter, moment):
         return [

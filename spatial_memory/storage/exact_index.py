@@ -30,7 +30,7 @@ import pyarrow as pa
 
 from ..runtime.blas import OneBlasThread
 from .filters import Filter, build_filter
-from .records import MemoryRecord, ScoredMemory
+from .records import ContentMatch, MemoryRecord, ScoredMemory
 from .schema import SUMMARY_COLUMNS, rows_to_records
 
 log = logging.getLogger(__name__)
@@ -456,21 +456,42 @@ class ExactSearch:
             return None
         return [ScoredMemory(r, min(1.0, max(0.0, score))) for r, (_, score) in zip(records, top)]
 
-    def _exact_search_many(
+    def _exact_contents_many(
         self, vectors: np.ndarray, limit: int, flt: Filter | None
-    ) -> list[list[ScoredMemory]] | None:
-        """`_exact_search` for several vectors: one product, one fetch of every hit's row."""
+    ) -> list[list[ContentMatch]] | None:
+        """`_exact_search` for several vectors, one product, reading only each hit's content and
+        namespace: the write checks compare texts, and building every hit's whole record took most
+        of their time (a batch of 100 in 10 namespaces of 3,000 memories: 55 ms in-process)."""
         found = self._exact_for(flt)
         if found is None:
             return None
         snap, namespace = found
         tops = self._exact.top_many(snap, vectors, limit, namespace, self.now().timestamp())
         rows = list(dict.fromkeys(row for top in tops for row, _ in top))
-        records = self._fetch_rows(snap, rows, with_vectors=False)
-        if records is None:
+        texts = self._contents(snap, rows)
+        if texts is None:
             return None
-        by_row = dict(zip(rows, records, strict=True))
-        return [[ScoredMemory(replace(by_row[row]), min(1.0, max(0.0, score))) for row, score in top] for top in tops]
+        by_row = dict(zip(rows, texts, strict=True))
+        return [
+            [ContentMatch(snap.ids[row], min(1.0, max(0.0, score)), *by_row[row]) for row, score in top] for top in tops
+        ]
+
+    def _contents(self, snap: Snapshot, rows: list[int]) -> list[tuple[str, str]] | None:
+        """(content, namespace) of these rows of the copy, in order: from the copy's summary, or
+        from the records of rows rewritten since it was loaded; None when the table no longer
+        matches the copy."""
+        current = [row for row in rows if snap.current_summary[row]]
+        found: dict[int, tuple[str, str]] = {}
+        if current:
+            table = snap.summary.select(["content", "namespace"]).take(current)
+            found.update(zip(current, zip(table.column("content").to_pylist(), table.column("namespace").to_pylist())))
+        stale = [row for row in rows if row not in found]
+        if stale:
+            records = self._fetch_rows(snap, stale, with_vectors=False)
+            if records is None:
+                return None
+            found.update((row, (r.content, r.namespace)) for row, r in zip(stale, records, strict=True))
+        return [found[row] for row in rows]
 
     def _exact_neighbours(
         self, windows: Sequence[tuple[str, int, int]], flt: Filter | None

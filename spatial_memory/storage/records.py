@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, NamedTuple
 
 SOURCES = ("manual", "extracted", "consolidated", "imported")
 # What a memory is, and so when it expires by default (Settings: conversation_ttl_days,
@@ -24,6 +24,16 @@ WRITERS = (
     "supersede",
     "hook",
 )
+
+
+class ContentMatch(NamedTuple):
+    """A stored memory near a vector as the write checks read it (id, cosine similarity, content,
+    namespace), without the rest of its record."""
+
+    id: str
+    similarity: float
+    content: str
+    namespace: str
 
 
 @dataclass

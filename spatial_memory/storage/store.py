@@ -62,7 +62,7 @@ from .lease import INDEX_LEASE, WRITE_LEASE, LeaseLock, open_lease_table
 from .locking import INDEX_LOCK_FILE, LOCK_FILE, WRITE_ATTEMPTS, ReentrantLock, StoreLock, backoff, is_retryable
 from .maintenance import Maintenance
 from .readonly import ReadOnlyLock, read_only_message, read_only_reason
-from .records import MemoryRecord, ScoredMemory, is_uuid, utc_now
+from .records import ContentMatch, MemoryRecord, ScoredMemory, is_uuid, utc_now
 from .recovery import Damage, open_last_good
 from .relations import Relations
 from .schema import (
@@ -471,20 +471,21 @@ class MemoryStore(
                 results.append(ScoredMemory(record, similarity))
         return results
 
-    def search_many(
+    def closest_contents(
         self, vectors: np.ndarray, limit: int, flt: Filter | None = None, *, exact_only: bool = False
-    ) -> list[list[ScoredMemory]] | None:
-        """`search` for each of several vectors (records without vectors): one matrix product on
-        the exact copy when it can answer, else one search each at one version (or None, with
-        `exact_only`, so the caller can choose another way)."""
-        exact = self._exact_search_many(vectors, limit, flt)
-        if exact is not None:
-            self._ledger.apply(hit.record for hits in exact for hit in hits)
+    ) -> list[list[ContentMatch]] | None:
+        """For each of several vectors, its `limit` nearest memories (as `search`) by id, similarity,
+        content and namespace: one matrix product on the exact copy when it can answer, reading the
+        hits' content only; else one search each at one version (or None, with `exact_only`, so the
+        caller can choose another way)."""
+        exact = self._exact_contents_many(vectors, limit, flt)
+        if exact is not None or exact_only:
             return exact
-        if exact_only:
-            return None
         with self.one_version():
-            return [self.search(vector, limit, flt) for vector in vectors]
+            return [
+                [ContentMatch(h.record.id, h.similarity, h.record.content, h.record.namespace) for h in hits]
+                for hits in (self.search(vector, limit, flt) for vector in vectors)
+            ]
 
     def _nearest(
         self, vector: np.ndarray, limit: int, flt: Filter | None, where: str | None, columns: list[str], *, refine: bool
