@@ -59,26 +59,30 @@ def _sphere_blobs(n: int, k: int = 4, d: int = 384, noise: float = 0.05, seed: i
 # --------------------------------------------------------------------------- import
 
 
+HEAVY = ("sklearn", "scipy", "umap", "hdbscan", "numba")
+
+
+def heavy_modules_after(code: str) -> list[str]:
+    """The heavy packages a fresh interpreter has imported after running `code`."""
+    probe = f"{code}\nimport sys\nprint(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return eval(out.stdout.strip())  # noqa: S307 - our own printed list
+
+
 def test_package_import_is_light():
-    code = (
-        "import sys, spatial_memory.algorithms; "
-        "print(sorted(m for m in ('sklearn', 'scipy', 'umap', 'hdbscan', 'numba') "
-        "if m in sys.modules))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    assert heavy_modules_after("import spatial_memory.algorithms") == []
 
 
 def test_a_map_of_500_points_imports_no_scipy():
     """A fresh process's first visualize (500 memories by default) lays out, in 2-D and 3-D, and
     clusters without scipy, whose import cost ~0.25 s before the first map."""
     code = (
-        "import sys, numpy as np; from spatial_memory.algorithms import cluster_vectors, project; "
-        "x = np.random.default_rng(0).normal(size=(500, 32)); project(x, 2); project(x, 3); cluster_vectors(x, 3); "
-        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'scipy'))"
+        "import numpy as np\n"
+        "from spatial_memory.algorithms import cluster_vectors, project\n"
+        "x = np.random.default_rng(0).normal(size=(500, 32))\n"
+        "project(x, 2), project(x, 3), cluster_vectors(x, 3)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    assert heavy_modules_after(code) == []
 
 
 # --------------------------------------------------------------------------- slerp
