@@ -409,7 +409,7 @@ def _expiries(table: pa.Table) -> np.ndarray:
     return expires
 
 
-# Up to this many unresolved row addresses are looked up by id; more (after a compaction),
+# Up to this many unresolved row addresses are looked up by id; more (many rewritten rows),
 # by one scan of the id column.
 RESOLVE_BY_ID_MAX = 1024
 
@@ -560,7 +560,7 @@ class ExactSearch:
             return
         try:
             query = self._table.search().with_row_id(True)
-            if len(pending) > RESOLVE_BY_ID_MAX:  # after a compaction: every address, from one scan
+            if len(pending) > RESOLVE_BY_ID_MAX:  # many rewritten rows: every address, from one scan
                 found = query.select(["id"]).limit(None).to_arrow()
             else:
                 query = query.where(build_filter(ids=pending).sql).select(SUMMARY_COLUMNS)
