@@ -42,24 +42,20 @@ def near_copies(store, namespaces: Sequence[str], vectors: np.ndarray, threshold
     for i, namespace in enumerate(namespaces):
         by_namespace.setdefault(namespace, []).append(i)
     with store.one_version():  # one version check for every namespace, not one each
-        closest_by_namespace = {
-            namespace: closest_stored(store, namespace, vectors[indexes], batch_size=len(vectors))
-            for namespace, indexes in by_namespace.items()
-        }
-    for namespace, indexes in by_namespace.items():
-        closest_of = closest_by_namespace[namespace]
-        for i, closest in zip(indexes, closest_of, strict=True):
-            if closest and closest[0][1] >= threshold:
-                found[i] = NearCopy(similarity=closest[0][1], memory_id=closest[0][0])
-        kept: list[int] = []
-        for i in indexes:
-            if found[i] is None and kept:
-                sims = vectors[kept] @ vectors[i]
-                j = int(np.argmax(sims))
-                if sims[j] >= threshold:
-                    found[i] = NearCopy(similarity=float(sims[j]), candidate=kept[j])
-            if found[i] is None:
-                kept.append(i)
+        for namespace, indexes in by_namespace.items():
+            closest_of = closest_stored(store, namespace, vectors[indexes], batch_size=len(vectors))
+            for i, closest in zip(indexes, closest_of, strict=True):
+                if closest and closest[0][1] >= threshold:
+                    found[i] = NearCopy(similarity=closest[0][1], memory_id=closest[0][0])
+            kept: list[int] = []
+            for i in indexes:
+                if found[i] is None and kept:
+                    sims = vectors[kept] @ vectors[i]
+                    j = int(np.argmax(sims))
+                    if sims[j] >= threshold:
+                        found[i] = NearCopy(similarity=float(sims[j]), candidate=kept[j])
+                if found[i] is None:
+                    kept.append(i)
     return found
 
 

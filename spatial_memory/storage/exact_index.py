@@ -10,8 +10,9 @@ one since its version; any other change (another process's commit, a compaction,
 drops it, and the next search reloads it. Row addresses move when LanceDB rewrites a row, so
 rows written by this process carry "unknown" (-1): the copy holds their columns, so no read
 needs their address. Rows LanceDB rewrites have theirs looked up by the upkeep thread
-(`resolve_addresses`); hits without an address are fetched by id instead. Results are checked against the ids they
-should carry, so a copy that went stale between the version check and the fetch is noticed.
+(`resolve_addresses`); hits without an address are fetched by id instead. Results are checked
+against the ids they should carry, so a copy that went stale between the version check and the
+fetch is noticed.
 
 The other columns of the rows loaded are kept as an Arrow table (a few MB at 10,000 rows), so
 a search needs no LanceDB call at all for them; the rows this process writes are appended to it
@@ -473,19 +474,17 @@ class ExactSearch:
             return None
         snap, namespace = found
         tops = self._exact.top_many(snap, vectors, limit, namespace, self.now().timestamp())
-        rows = list(dict.fromkeys(row for top in tops for row, _ in top))
-        texts = self._contents(snap, rows)
-        if texts is None:
+        by_row = self._contents(snap, list(dict.fromkeys(row for top in tops for row, _ in top)))
+        if by_row is None:
             return None
-        by_row = dict(zip(rows, texts, strict=True))
         return [
             [ContentMatch(snap.ids[row], min(1.0, max(0.0, score)), *by_row[row]) for row, score in top] for top in tops
         ]
 
-    def _contents(self, snap: Snapshot, rows: list[int]) -> list[tuple[str, str]] | None:
-        """(content, namespace) of these rows of the copy, in order: from the copy's summary, or
-        from the records of rows rewritten since it was loaded; None when the table no longer
-        matches the copy."""
+    def _contents(self, snap: Snapshot, rows: list[int]) -> dict[int, tuple[str, str]] | None:
+        """row -> (content, namespace) for these rows of the copy: from the copy's summary, or from
+        the records of rows rewritten since it was loaded; None when the table no longer matches
+        the copy."""
         current = [row for row in rows if snap.current_summary[row]]
         found: dict[int, tuple[str, str]] = {}
         if current:
@@ -497,7 +496,7 @@ class ExactSearch:
             if records is None:
                 return None
             found.update((row, (r.content, r.namespace)) for row, r in zip(stale, records, strict=True))
-        return [found[row] for row in rows]
+        return found
 
     def _exact_neighbours(
         self, windows: Sequence[tuple[str, int, int]], flt: Filter | None
