@@ -99,3 +99,36 @@ async def test_conversation_structure_fusion_and_context_through_mcp(tmp_path, c
             )
         )
         assert early["memories"] and all(m["occurred_at"] <= first.occurred_at for m in early["memories"])
+
+
+async def test_a_dated_stamp_in_the_text_stands_in_for_occurred_at(tmp_path, cached_embedder):
+    """Memories stored without structure whose text opens with its date: a question naming a period
+    prefers the memory stamped within it, and an occurred_at, when given, wins over the stamp."""
+    settings = Settings(path=tmp_path / "store", preload=False, access_flush_seconds=3600)
+    others = [
+        "The quarterly budget review moved to Thursday.",
+        "Our team switched the CI runners to ARM machines.",
+        "Grandma's recipe needs two cups of flour.",
+        "The hiking trail near the lake is closed for repairs.",
+        "We adopted a grey cat named Pixel.",
+        "The router firmware update fixed the dropped calls.",
+    ]
+    stamped = {
+        "May": "(2023-05-08) Mel painted a sunrise over the lake.",
+        "March": "(2023-03-08) Mel painted a sunrise over the lake.",
+    }
+    async with Client(create_server(settings, embedder=cached_embedder)) as client:
+        items = [{"content": c} for c in [*others, *stamped.values()]]
+        assert not (await client.call_tool("remember_batch", {"memories": items})).is_error
+        for month, text in stamped.items():
+            body = data(await client.call_tool("recall", {"query": f"What did Mel paint in {month} 2023?"}))
+            assert body["memories"][0]["content"] == text
+
+        # occurred_at, when known, is the date the cue reads: each text now occurred in the other month
+        swapped = (("May", "2023-03-08T00:00:00Z"), ("March", "2023-05-08T00:00:00Z"))
+        items = [{"content": c, "namespace": "dated"} for c in others]
+        items += [{"content": stamped[m], "namespace": "dated", "occurred_at": when} for m, when in swapped]
+        assert not (await client.call_tool("remember_batch", {"memories": items})).is_error
+        for month, text in (("March", stamped["May"]), ("May", stamped["March"])):
+            query = {"query": f"What did Mel paint in {month} 2023?", "namespace": "dated"}
+            assert data(await client.call_tool("recall", query))["memories"][0]["content"] == text

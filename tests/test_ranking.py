@@ -194,6 +194,28 @@ def test_date_cue_for_a_day():
     np.testing.assert_allclose(scores_of(cands, params, query), [0.7, 0.7, 0.5])
 
 
+def test_date_cue_reads_a_dated_stamp_where_occurred_at_is_unknown():
+    texts = [
+        "(1:56 pm on 8 July, 2023) Mel: I painted a lake.",  # no occurred_at: the stamp's date
+        "(2023-07-20) Mel: a sunset this time.",
+        "(8 July, 2023) Mel: the stamp loses to occurred_at.",
+        "Mel painted in July 2023.",  # a date inside the text is no stamp
+        "(yesterday) Mel: no date in the stamp.",
+    ]
+    occurred = [np.nan, np.nan, epoch(2023, 3, 1), np.nan, np.nan]
+    cands = CandidateArrays.from_texts([0.5] * 5, texts, occurred_at=occurred)
+    params = dataclasses.replace(BARE, cue_weight=0.2, date_slack_days=0)
+    query = ranking.query_features("What did Mel paint in July 2023?")
+    np.testing.assert_allclose(scores_of(cands, params, query), [0.7, 0.7, 0.5, 0.5, 0.5])
+
+
+def test_stated_times_read_the_leading_stamp_only():
+    texts = ["(1:56 pm on 8 May, 2023) x", "(2023-05) y", "(May 2023) z", "x (8 May, 2023)", "(soon) w", None]
+    got = ranking.stated_times(texts)
+    np.testing.assert_array_equal(got[:3], [epoch(2023, 5, 8), epoch(2023, 5, 1), epoch(2023, 5, 1)])
+    assert np.isnan(got[3:]).all()
+
+
 def test_cues_add_up():
     cands = CandidateArrays.build(
         [0.5, 0.5],
@@ -387,6 +409,8 @@ def _timed(fn) -> float:
         ("When did Melanie go camping in June?", DatePeriod(None, 6)),
         ("How many times has she gone to the beach in 2023?", DatePeriod(2023)),
         ("What happened on February 30, 2023?", DatePeriod(2023, 2)),
+        ("What did we decide on 2023-05-08?", DatePeriod(2023, 5, 8)),
+        ("Anything from 2024-11?", DatePeriod(2024, 11)),
         ("What may she like?", None),
         ("What did she paint?", None),
     ],
@@ -445,7 +469,7 @@ def test_candidate_arrays_factorise_session_ids_and_lowercase_speakers():
 
 @pytest.mark.parametrize(
     "field",
-    ["bm25", "session", "sequence", "speaker", "occurred_at", "words", "question", "time_ref", "vectors"],
+    ["bm25", "session", "sequence", "speaker", "occurred_at", "words", "question", "time_ref", "stated_at", "vectors"],
 )
 def test_candidate_arrays_reject_a_length_mismatch(field):
     values = np.zeros((3, 4)) if field == "vectors" else [1, 2, 3]
@@ -481,11 +505,16 @@ def test_default_params_are_frozen():
 
 
 def test_text_features_equal_the_functions_and_survive_forgetting():
-    texts = ["I went there yesterday", "How was it?", "I went there yesterday", None, "We met on Friday, right?"]
-    expected = (ranking.word_counts(texts), ranking.asks_question(texts), ranking.mentions_time(texts))
+    texts = ["I went there yesterday", "How was it?", "(2023-05-08) I went there yesterday", None, "We met on Friday?"]
+    expected = (
+        ranking.word_counts(texts),
+        ranking.asks_question(texts),
+        ranking.mentions_time(texts),
+        ranking.stated_times(texts),
+    )
     features = ranking.TextFeatures(max_texts=3)
     for _ in range(3):  # computed, then remembered; four distinct texts overflow three: forgotten, recomputed
         got = features.of(texts)
         for g, e in zip(got, expected, strict=True):
-            assert g.dtype == e.dtype and np.array_equal(g, e)
-    assert [a.shape for a in features.of([])] == [(0,), (0,), (0,)]
+            assert g.dtype == e.dtype and np.array_equal(g, e, equal_nan=True)
+    assert [a.shape for a in features.of([])] == [(0,), (0,), (0,), (0,)]

@@ -463,7 +463,7 @@ def _rank(
     from ..algorithms.ranking import CandidateArrays, query_features, rank
 
     similarity = np.clip(candidates.vectors @ query_vector, 0.0, 1.0)
-    words, question, time_ref = text_features.of(candidates.content)
+    words, question, time_ref, stated_at = text_features.of(candidates.content)
     arrays = CandidateArrays.build(
         similarity,
         [bm25.get(memory_id, np.nan) for memory_id in candidates.ids],
@@ -474,6 +474,7 @@ def _rank(
         words=words,
         question=question,
         time_ref=time_ref,
+        stated_at=stated_at,
         vectors=candidates.vectors,
     )
     speakers = {s for s in candidates.speaker if s}
