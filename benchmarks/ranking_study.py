@@ -452,13 +452,7 @@ def latency(prepared: list[Prepared], params: ranking.RankingParams, texts: list
         best = min(_timed(lambda p=p: ranking.rank(p.features, p.arrays, params)) for _ in range(5))
         rank_us.append(best * 1e6)
         t = texts[i]
-        text_us.append(
-            min(
-                _timed(lambda t=t: ranking.TextFeatures().of(t))
-                for _ in range(3)
-            )
-            * 1e6
-        )
+        text_us.append(min(_timed(lambda t=t: ranking.TextFeatures().of(t)) for _ in range(3)) * 1e6)
     return {
         "calls": len(pick),
         "candidates_median": int(np.median(sizes[pick])) if pick else 0,
