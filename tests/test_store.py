@@ -170,3 +170,38 @@ def test_a_compaction_keeps_the_data_version_that_caches_key_on(store):
     assert store.data_version == shown
     store.add([record(10)])
     assert store.data_version == store.version and store.data_version != shown
+
+
+def test_candidates_read_from_lancedb_become_records_by_row_address_or_else_by_id(store, monkeypatch):
+    # a tag filter sends the searches to LanceDB (the in-memory copy answers none or one namespace only)
+    records = []
+    for start in range(0, 30, 10):  # three fragments, which compaction later merges and moves
+        batch = [record(i, tags=["t"], metadata={"i": i}) for i in range(start, start + 10)]
+        store.add(batch)
+        records += batch
+    tagged = build_filter(tags=["t"])
+    query = records[7].vector
+    candidates = store.search_candidates(query, 10, tagged)
+    assert all(a is not None for a in candidates.addresses) and candidates.ids[0] == records[7].id
+    expected = {r.id: r for r in records}
+
+    def materialized():
+        got = store.materialize(candidates, range(len(candidates)))
+        assert [r.id for r in got] == candidates.ids
+        for r in got:
+            assert (r.content, r.metadata, r.tags) == (expected[r.id].content, expected[r.id].metadata, ["t"])
+        return got
+
+    by_id = []
+    real_get_many = store.get_many
+    monkeypatch.setattr(store, "get_many", lambda ids, **kw: by_id.append(list(ids)) or real_get_many(ids, **kw))
+    materialized()
+    assert by_id == []  # every record came from its address
+
+    # a memory deleted since the search is None; moved rows are found by id
+    store.delete_ids([candidates.ids[1]])
+    store.compact()
+    got = store.materialize(candidates, range(len(candidates)))
+    assert got[1] is None and all(r is not None for i, r in enumerate(got) if i != 1)
+    assert [r.id for i, r in enumerate(got) if i != 1] == [m for i, m in enumerate(candidates.ids) if i != 1]
+    assert by_id  # some addresses no longer held their memory

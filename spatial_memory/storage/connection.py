@@ -10,6 +10,8 @@ METADATA_CACHE_BYTES = 64 << 20
 # HNSW index of a million rows needs most of a gigabyte to stay fast.
 SMALL_INDEX_CACHE_BYTES = 64 << 20
 LARGE_INDEX_CACHE_BYTES = 1024 << 20
+# LanceDB's row address column: where a row was when it was read (a compaction moves rows).
+ROW_ID = "_rowid"
 
 
 def is_remote(db_path: Path | str) -> bool:
@@ -51,13 +53,15 @@ def in_one_trip(table, start, columns: list[str], limit: int | None, where: str 
 
 
 def take_in_order(table, row_ids: list[int], columns: list[str]):
-    """The rows with these row ids (the columns), in the order given, in one hand-off; a row
-    gone since its id was read is left out."""
+    """The rows with these row ids (the columns, "_rowid" among them if asked), in the order given,
+    in one hand-off; a row gone since its id was read is left out."""
     from lancedb.background_loop import LOOP
 
-    found = LOOP.run(table._table.take_row_ids(row_ids).select(columns).with_row_id().to_arrow())
-    at = {row_id: i for i, row_id in enumerate(found.column("_rowid").to_pylist())}
-    return found.take([at[r] for r in row_ids if r in at]).drop_columns(["_rowid"])
+    wanted = [c for c in columns if c != ROW_ID]
+    found = LOOP.run(table._table.take_row_ids(row_ids).select(wanted).with_row_id().to_arrow())
+    at = {row_id: i for i, row_id in enumerate(found.column(ROW_ID).to_pylist())}
+    rows = found.take([at[r] for r in row_ids if r in at])
+    return rows if ROW_ID in columns else rows.drop_columns([ROW_ID])
 
 
 class SideTables:
