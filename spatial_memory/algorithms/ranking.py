@@ -215,9 +215,9 @@ def word_counts(texts: Iterable[str | None]) -> np.ndarray:
 
 
 class TextFeatures:
-    """`word_counts`, `asks_question`, `mentions_time` and `stated_times` of texts, each distinct text worked out once
-    and remembered (up to `max_texts`, then forgotten all at once): a server ranks the same memories'
-    texts query after query."""
+    """`word_counts`, `asks_question`, `mentions_time` and `stated_times` of texts, each distinct text
+    worked out once and remembered (up to `max_texts`, then forgotten all at once): a server ranks the
+    same memories' texts query after query."""
 
     def __init__(self, max_texts: int = 50_000) -> None:
         self._max = max_texts
@@ -307,8 +307,8 @@ class CandidateArrays:
     words: length of the memory's text in words (NaN = unknown, no length prior).
     question: the memory's text asks a question.
     time_ref: the memory's text refers to a time (`mentions_time`).
-    stated_at: the date the memory's text states in its leading stamp (`stated_times`), UTC epoch seconds, NaN
-        when none; the date cue reads it where occurred_at is unknown.
+    stated_at: the date the memory's text opens with (`stated_times`), UTC epoch seconds, NaN when none;
+        the date cue reads it where occurred_at is unknown.
     vectors: the candidates' unit embedding vectors (n x d), or None; used only for memories without
         conversation structure (their neighbours in meaning stand in for their neighbours in the conversation).
     """
