@@ -50,7 +50,9 @@ def umap_layout(
     head, tail, weights = head[keep], tail[keep], weights[keep]
 
     rng = np.random.default_rng(random_state)
-    init = pca_init(unit, n_components)
+    # pca.py's one eigendecomposition of the 384 x 384 covariance (~20 ms): scipy's Lanczos solver
+    # needs less CPU, but importing scipy.sparse.linalg costs more than that before a first map.
+    init = pca_reduce(unit, n_components)
     span = np.abs(init).max()
     init = init * (_INIT_SCALE / span if span > 0 else 1.0) + rng.normal(scale=_INIT_NOISE, size=init.shape)
     lo, hi = init.min(axis=0), init.max(axis=0)
@@ -61,13 +63,6 @@ def umap_layout(
     seed = int(rng.integers(0, 2**31 - 1))
     optimize_layout(embedding, head, tail, epochs_per_sample, a, b, int(n_epochs), _NEGATIVE_SAMPLE_RATE, seed)
     return embedding
-
-
-def pca_init(unit: np.ndarray, n_components: int) -> np.ndarray:
-    """The rows projected on their top principal components (pca.py: one eigendecomposition of
-    the 384 x 384 covariance, ~20 ms). scipy's Lanczos solver needs less CPU, but importing
-    scipy.sparse.linalg costs more than that in a fresh process, before the first map."""
-    return pca_reduce(unit, n_components)
 
 
 def fuzzy_graph(knn_indices: np.ndarray, knn_dists: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
