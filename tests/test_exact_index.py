@@ -274,3 +274,31 @@ def test_compaction_keeps_the_copy_and_upkeep_finds_rewritten_rows(tmp_path, mon
     assert store.get(live[0].id).access_count == 4
     assert_same(store, tmp_path / "db", rng, ["a", "b"])
     assert loads == []
+
+
+def test_rows_rewritten_in_bulk_are_read_at_their_looked_up_addresses(tmp_path, monkeypatch):
+    """Past RESOLVE_BY_ID_MAX rewritten rows, upkeep looks up their addresses with one scan of the id
+    column (keeping no record), and reads then take the rows at those addresses."""
+    import spatial_memory.storage.exact_index as exact_index
+
+    rng = np.random.default_rng(11)
+    store = MemoryStore(tmp_path / "db", "m", DIM)
+    records = [record(rng, content=f"note {i}") for i in range(exact_index.RESOLVE_BY_ID_MAX + 76)]
+    store.add(records)
+    store.search(records[0].vector, 3)  # loads the copy
+    store.record_access({r.id: 1 + i % 3 for i, r in enumerate(records)})  # LanceDB rewrites every row
+    store.refresh_exact()
+    assert store._exact.unresolved(store._exact_snapshot()) == []
+    taken = []
+    real_take = exact_index.take_in_order
+    monkeypatch.setattr(
+        exact_index,
+        "take_in_order",
+        lambda table, rows, columns: taken.append(len(rows)) or real_take(table, rows, columns),
+    )
+    wanted = records[5:25]
+    got = store.get_many([r.id for r in wanted])
+    assert taken == [len(wanted)]
+    assert [(g.id, g.content, g.access_count) for g in got] == [
+        (r.id, r.content, 1 + (i + 5) % 3) for i, r in enumerate(wanted)
+    ]

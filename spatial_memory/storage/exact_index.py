@@ -31,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..runtime.blas import OneBlasThread
+from .connection import take_in_order
 from .filters import Filter, build_filter
 from .records import ContentMatch, MemoryRecord, ScoredMemory
 from .schema import SUMMARY_COLUMNS, rows_to_records
@@ -531,7 +532,7 @@ class ExactSearch:
         try:
             found: list[MemoryRecord] = []
             if addresses:
-                found += rows_to_records(self._table.take_row_ids(addresses).select(SUMMARY_COLUMNS).to_arrow())
+                found += rows_to_records(take_in_order(self._table, addresses, SUMMARY_COLUMNS))
             if unknown:
                 found += rows_to_records(self._scan(build_filter(ids=unknown).sql, SUMMARY_COLUMNS))
         except Exception:  # noqa: BLE001 - stale addresses: fall back to a search by value
