@@ -360,3 +360,34 @@ async def test_two_replicas_keep_every_acknowledged_write(s3_env, tmp_path):
     for k in range(2):
         text = (tmp_path / f"server-{k}.log").read_text(errors="replace")
         assert "Traceback" not in text, text[-3000:]
+
+
+def test_recall_counts_add_up_while_a_replica_has_not_seen_the_new_vector_index(s3_env):
+    """A replica learns that another built the vector index up to half a minute later. Until then it
+    writes recall counts into the rows (folding the ledger in first) while the other writes them to
+    the access ledger, laid over the rows: the counts of both add up."""
+    import numpy as np
+
+    from spatial_memory.storage.indexing import IndexPolicy
+    from spatial_memory.storage.records import MemoryRecord, new_id
+    from spatial_memory.storage.store import MemoryStore
+
+    from .conftest import indexed_vector_rows
+
+    uri = new_uri()
+    policy = IndexPolicy(vector_index_threshold=1_000, scalar_index_threshold=1_000)
+    a, b = (MemoryStore(uri, FAKE_MODEL_ID, FAKE_DIM, index_policy=policy, version_retention_seconds=0) for _ in "ab")
+    vectors = np.random.default_rng(8).normal(size=(1_100, FAKE_DIM)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    rows = [MemoryRecord(id=new_id(), content=f"memory {i}", namespace="ns", vector=v) for i, v in enumerate(vectors)]
+    a.add(rows)
+    assert b.count() == len(rows)
+    b._refresh_index_state()  # b looks now: no index yet, and it will not look again for half a minute
+    a.compact()  # a builds it
+    assert indexed_vector_rows(a) == len(rows)
+
+    a.record_access({rows[0].id: 1})
+    b.record_access({rows[0].id: 2})
+    a.record_access({rows[0].id: 4})
+    for store in (a, b):
+        assert store.get(rows[0].id).access_count == 7
