@@ -77,6 +77,27 @@ def test_compaction_keeps_table_healthy(store):
     assert store.count() == 12
 
 
+def test_a_compaction_waits_for_the_pause_in_a_burst_of_writes_nobody_searches(store, monkeypatch):
+    """A compaction due may wait while writes land back to back, unless a keyword search has run
+    since the last compaction (it scans the rows outside the full-text index) or the writes pass
+    BURST_COMPACT_FACTOR times the threshold."""
+    from spatial_memory.storage import maintenance
+
+    store.compact()
+    for i in range(6):  # past the fixture's threshold of 5, back to back
+        store.add([record(i)])
+    assert store.needs_compaction() and store.compaction_can_wait()
+    with monkeypatch.context() as patched:
+        patched.setattr(maintenance, "BURST_GAP_SECONDS", 0.0)  # as if the writes had paused
+        assert not store.compaction_can_wait()
+    store.fts_search("memory", 5)
+    assert not store.compaction_can_wait()
+    store.compact()
+    for i in range(5 * maintenance.BURST_COMPACT_FACTOR + 1):
+        store.add([record(100 + i)])
+    assert store.needs_compaction() and not store.compaction_can_wait()
+
+
 def test_replace_writes_and_deletes_in_one_commit(store):
     originals = [record(i) for i in range(3)]
     store.add(originals)

@@ -22,6 +22,9 @@ class FakeStore:
     def needs_compaction(self):
         return False
 
+    def compaction_can_wait(self):
+        return False
+
     def purge_expired(self):
         return []
 
@@ -148,3 +151,41 @@ def test_a_flush_never_waits_for_a_compaction():
     finally:
         store.release.set()
         compactor.join()
+
+
+def test_a_compaction_that_may_wait_for_the_pause_runs_once_the_writes_pause():
+    """A write pokes upkeep; while the store says its due compaction can wait (writes still coming),
+    none runs; the loop then looks again every QUIET_SECONDS, not only every access_flush_seconds."""
+    import threading
+
+    class BurstStore(FakeStore):
+        def __init__(self) -> None:
+            super().__init__()
+            self.writing = threading.Event()
+            self.writing.set()
+            self.compactions = 0
+
+        def needs_compaction(self):
+            return self.compactions == 0
+
+        def compaction_can_wait(self):
+            return self.writing.is_set()
+
+        def compact(self):
+            self.compactions += 1
+
+    store = BurstStore()
+    resources = SimpleNamespace(
+        settings=SimpleNamespace(access_flush_seconds=3600), store_is_open=True, store=lambda: store
+    )
+    upkeep = Upkeep(resources)
+    upkeep.QUIET_SECONDS = 0.05
+    upkeep.start()
+    try:
+        upkeep.poke()  # what a write does
+        time.sleep(0.3)
+        assert store.compactions == 0
+        store.writing.clear()  # the writes paused
+        assert wait_for(lambda: store.compactions == 1, timeout=2)
+    finally:
+        upkeep.stop()

@@ -30,6 +30,12 @@ IDLE_COMPACT_SECONDS = 10.0
 # would otherwise compact every third batch of 100, beside the model on the same cores
 # (remember_batch at 10,000 memories: 55% of the model's throughput).
 FTS_UNINDEXED_MAX = 256
+# During a burst of writes that nobody searches by keyword (a bulk import: writes landing less
+# than BURST_GAP_SECONDS apart), compaction waits for the pause after it, up to this many times
+# the fragment threshold: run beside the model on the same cores, it slowed each batch's
+# embedding (remember_batch of 10,000 notes in batches of 100 took 8 compactions).
+BURST_COMPACT_FACTOR = 8
+BURST_GAP_SECONDS = 1.0
 
 
 class Maintenance:
@@ -41,10 +47,22 @@ class Maintenance:
         be searched by a scan) until the next burst of writes."""
         if self.read_only or self._writes_since_compaction == 0:
             return False
-        idle = time.monotonic() - getattr(self, "_last_write", 0.0) > IDLE_COMPACT_SECONDS
+        idle = time.monotonic() - self._last_write > IDLE_COMPACT_SECONDS
         if self._writes_since_compaction > self._compact_threshold or idle:
             return True
         return self.fts_may_lag()
+
+    def compaction_can_wait(self) -> bool:
+        """A compaction due now may wait for the pause after a burst of writes: this process's last
+        two writes landed less than BURST_GAP_SECONDS apart and the last one less than that ago,
+        no keyword search has run since the last compaction (it would scan the rows outside the
+        full-text index), and the writes since are at most BURST_COMPACT_FACTOR times the threshold."""
+        return (
+            self._keyword_searches_since_compaction == 0
+            and self._write_gap < BURST_GAP_SECONDS
+            and time.monotonic() - self._last_write < BURST_GAP_SECONDS
+            and self._writes_since_compaction <= BURST_COMPACT_FACTOR * self._compact_threshold
+        )
 
     def fts_may_lag(self) -> bool:
         """Keyword searches have run since the last compaction and this process has written or

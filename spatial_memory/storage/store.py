@@ -150,6 +150,8 @@ class MemoryStore(
         self._writes_since_compaction = 0
         self._keyword_searches_since_compaction = 0
         self._rows_since_compaction = 0  # rows this process wrote or rewrote (see fts_may_lag)
+        self._last_write = 0.0  # time.monotonic() when this process's last write landed
+        self._write_gap = math.inf  # seconds between its last two writes (see compaction_can_wait)
         self._same_data: dict[int, int] = {}  # version after a compaction -> data_version before it
         remote = is_remote(db_path)
         if not remote:
@@ -662,7 +664,8 @@ class MemoryStore(
                     continue
             if counted:  # a write to the memories table, which compaction tidies
                 self._writes_since_compaction += 1
-                self._last_write = time.monotonic()
+                now = time.monotonic()
+                self._write_gap, self._last_write = now - self._last_write, now
             return result
         raise AssertionError("unreachable")  # pragma: no cover
 

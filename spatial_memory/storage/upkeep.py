@@ -45,6 +45,7 @@ class Upkeep:
         self._thread: threading.Thread | None = None
         self._calls_running = 0
         self._last_call = 0.0
+        self._compaction_waits = False  # a compaction due waits for a pause in a burst of writes
         self.last_error: str | None = None  # of the last pass (health reports it)
 
     def record_access(self, ids: Iterable[str]) -> None:
@@ -114,13 +115,15 @@ class Upkeep:
     def _loop(self) -> None:
         interval = max(self._resources.settings.access_flush_seconds, 0.05)
         while not self._stopping.is_set():
-            self._wake.wait(timeout=interval)
+            self._wake.wait(timeout=self.QUIET_SECONDS if self._compaction_waits else interval)
             self._wake.clear()
             if self._stopping.is_set():
                 break
             poked, self._poked = self._poked, False
             if poked or self._may_run_now():
                 self.run_once()
+            elif self._compaction_waits:
+                self._guarded(self._compact_when_due)
 
     def flush(self) -> None:
         """Write pending recall access counts now, for a caller about to read them (export, the
@@ -140,29 +143,48 @@ class Upkeep:
             log.info("upkeep: %d expired memories purged", len(purged))
 
     def run_once(self, *, compact: bool = True) -> None:
+        self._guarded(lambda: self._pass(compact))
+
+    def _pass(self, compact: bool) -> None:
+        store = self._resources.store()
+        # One access write at a time, so a flush waits for counts the thread has taken but
+        # not yet written. Compaction stays outside: an index rebuild it starts can take
+        # many minutes at a million rows, and no flush should wait for that.
+        with self._flush_lock:
+            with self._lock:
+                pending, self._pending, self._pending_since = self._pending, Counter(), None
+                pairs, self._pairs = self._pairs, Counter()
+            # A read-only store cannot record recall accesses or co-recall links: they are dropped.
+            if pending and not store.read_only:
+                store.record_access(dict(pending))
+            if pairs and not store.read_only:
+                store.record_co_recall(dict(pairs), self._resources.clock())
+        self._purge(store)
+        if compact:
+            self._compact_when_due()
+        else:
+            store.refresh_exact()
+
+    def _compact_when_due(self) -> None:
+        """Compact if the store needs it, unless the compaction may wait for the pause after a burst
+        of writes (then the loop looks again every QUIET_SECONDS); bring the exact copy up to date."""
+        store = self._resources.store()
+        compacted = store.needs_compaction()
+        self._compaction_waits = compacted and store.compaction_can_wait()
+        if self._compaction_waits:
+            compacted = False
+        if compacted:
+            store.compact()
+        store.refresh_exact()
+        if compacted:
+            trim()  # compaction and the reload leave large freed buffers behind
+
+    def _guarded(self, work) -> None:
+        """Run one pass of upkeep; a failure is kept for health and logged, never raised."""
         if not self._resources.store_is_open:
             return
-        store = self._resources.store()
         try:
-            # One access write at a time, so a flush waits for counts the thread has taken but
-            # not yet written. Compaction stays outside: an index rebuild it starts can take
-            # many minutes at a million rows, and no flush should wait for that.
-            with self._flush_lock:
-                with self._lock:
-                    pending, self._pending, self._pending_since = self._pending, Counter(), None
-                    pairs, self._pairs = self._pairs, Counter()
-                # A read-only store cannot record recall accesses or co-recall links: they are dropped.
-                if pending and not store.read_only:
-                    store.record_access(dict(pending))
-                if pairs and not store.read_only:
-                    store.record_co_recall(dict(pairs), self._resources.clock())
-            self._purge(store)
-            compacted = compact and store.needs_compaction()
-            if compacted:
-                store.compact()
-            store.refresh_exact()
-            if compacted:
-                trim()  # compaction and the reload leave large freed buffers behind
+            work()
             self.last_error = None
         except StorageError as exc:
             self.last_error = str(exc)
