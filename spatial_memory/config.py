@@ -94,7 +94,8 @@ class Settings(BaseSettings):
         24,
         ge=2,
         description="Compact the table once it has more fragments than this: one per write since the last "
-        "compaction, or the fragments found when the store opens.",
+        "compaction, or the fragments found when the store opens. During a burst of writes nobody searches by "
+        "keyword, the compaction waits for the pause after it (storage/maintenance.py: BURST_COMPACT_FACTOR).",
     )
     version_retention_seconds: int = Field(
         60, ge=0, description="Old table versions older than this are removed during compaction."
