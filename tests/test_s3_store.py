@@ -82,6 +82,26 @@ def open_store(location):
     return MemoryStore(location, FAKE_MODEL_ID, FAKE_DIM, version_retention_seconds=0)
 
 
+def two_replicas(rows: int, seed: int):
+    """Two stores on one new S3 prefix (replicas in one process, each with its own connection and
+    lease holder) that index from 1,000 rows, and `rows` memories with random unit vectors, not stored."""
+    import numpy as np
+
+    from spatial_memory.storage.indexing import IndexPolicy
+    from spatial_memory.storage.records import MemoryRecord, new_id
+    from spatial_memory.storage.store import MemoryStore
+
+    uri = new_uri()
+    policy = IndexPolicy(vector_index_threshold=1_000, scalar_index_threshold=1_000)
+    a, b = (MemoryStore(uri, FAKE_MODEL_ID, FAKE_DIM, index_policy=policy, version_retention_seconds=0) for _ in "ab")
+    vectors = np.random.default_rng(seed).normal(size=(rows, FAKE_DIM)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    memories = [
+        MemoryRecord(id=new_id(), content=f"memory {i}", namespace="ns", vector=v) for i, v in enumerate(vectors)
+    ]
+    return a, b, memories
+
+
 def replica(uri: str, local: Path, errlog, **extra: str):
     """A stdio server (the shipped server with the fake embedder) on the store `uri`."""
     from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -214,20 +234,9 @@ def test_upkeep_with_two_replicas_builds_once_and_counts_every_access(s3_env, ca
     holder): each one's exact copy follows the other's commits; while one builds the vector index the
     other skips its turn; both compacting at once lose nothing and build the index once; recall
     accesses recorded by both add up, through the rows or the access ledger."""
-    import numpy as np
-
-    from spatial_memory.storage.indexing import IndexPolicy
-    from spatial_memory.storage.records import MemoryRecord, new_id
-    from spatial_memory.storage.store import MemoryStore
-
     from .conftest import indexed_vector_rows
 
-    uri = new_uri()
-    policy = IndexPolicy(vector_index_threshold=1_000, scalar_index_threshold=1_000)
-    a, b = (MemoryStore(uri, FAKE_MODEL_ID, FAKE_DIM, index_policy=policy, version_retention_seconds=0) for _ in "ab")
-    vectors = np.random.default_rng(7).normal(size=(1_201, FAKE_DIM)).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    rows = [MemoryRecord(id=new_id(), content=f"memory {i}", namespace="ns", vector=v) for i, v in enumerate(vectors)]
+    a, b, rows = two_replicas(1_201, seed=7)
     a.add(rows[:-1])
     assert b.search(rows[5].vector, 1)[0].record.id == rows[5].id  # b's exact copy, at a's version
     a.add(rows[-1:])
@@ -375,20 +384,9 @@ def test_recall_counts_add_up_while_a_replica_has_not_seen_the_new_vector_index(
     fold did); when the ledger was created after it last looked for one ("bbaa"), it reads the sum
     once it looks again, every RECHECK_SECONDS, which spares each read a listing of the bucket.
     Reading b's counts without that wait made the test above flaky."""
-    import numpy as np
-
-    from spatial_memory.storage.indexing import IndexPolicy
-    from spatial_memory.storage.records import MemoryRecord, new_id
-    from spatial_memory.storage.store import MemoryStore
-
     from .conftest import indexed_vector_rows
 
-    uri = new_uri()
-    policy = IndexPolicy(vector_index_threshold=1_000, scalar_index_threshold=1_000)
-    a, b = (MemoryStore(uri, FAKE_MODEL_ID, FAKE_DIM, index_policy=policy, version_retention_seconds=0) for _ in "ab")
-    vectors = np.random.default_rng(8).normal(size=(1_100, FAKE_DIM)).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    rows = [MemoryRecord(id=new_id(), content=f"memory {i}", namespace="ns", vector=v) for i, v in enumerate(vectors)]
+    a, b, rows = two_replicas(1_100, seed=8)
     a.add(rows)
     assert b.count() == len(rows)
     b._refresh_index_state()  # b looks now: no index yet, and it will not look again for half a minute

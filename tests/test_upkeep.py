@@ -32,9 +32,9 @@ class FakeStore:
         pass
 
 
-def make_upkeep(store: FakeStore) -> Upkeep:
+def make_upkeep(store: FakeStore, *, flush_seconds: float = 0.01) -> Upkeep:
     resources = SimpleNamespace(
-        settings=SimpleNamespace(access_flush_seconds=0.01), store_is_open=True, store=lambda: store
+        settings=SimpleNamespace(access_flush_seconds=flush_seconds), store_is_open=True, store=lambda: store
     )
     return Upkeep(resources)
 
@@ -175,10 +175,7 @@ def test_a_compaction_that_may_wait_for_the_pause_runs_once_the_writes_pause():
             self.compactions += 1
 
     store = BurstStore()
-    resources = SimpleNamespace(
-        settings=SimpleNamespace(access_flush_seconds=3600), store_is_open=True, store=lambda: store
-    )
-    upkeep = Upkeep(resources)
+    upkeep = make_upkeep(store, flush_seconds=3600)
     upkeep.QUIET_SECONDS = 0.05
     upkeep.start()
     try:
