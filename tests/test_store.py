@@ -226,3 +226,12 @@ def test_candidates_read_from_lancedb_become_records_by_row_address_or_else_by_i
     assert got[1] is None and all(r is not None for i, r in enumerate(got) if i != 1)
     assert [r.id for i, r in enumerate(got) if i != 1] == [m for i, m in enumerate(candidates.ids) if i != 1]
     assert by_id  # some addresses no longer held their memory
+
+
+def test_reading_rows_by_addresses_none_of_which_exist_any_more_gives_no_rows(store):
+    # e.g. every row a namespace search found was moved by a compaction before it was read
+    from spatial_memory.storage.connection import take_in_order
+
+    store.add([record(i) for i in range(3)])
+    gone = take_in_order(store._table, [123 << 32, (123 << 32) + 1], ["id", "content"])
+    assert gone.num_rows == 0 and gone.column_names == ["id", "content"]

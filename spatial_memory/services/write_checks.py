@@ -38,9 +38,9 @@ class LookAlike:
 def _specifics(text: str) -> tuple[tuple[frozenset[str], bool], tuple[int, ...]]:
     """(detail signature, polarity) of a text: kept, as a batch compares each new memory with up to
     LOOK_ALIKES stored ones and the same stored ones come back batch after batch."""
-    from ..text.details import detail_signature, polarity
+    from ..text.details import specifics
 
-    return detail_signature(text), polarity(text)
+    return specifics(text)
 
 
 def relation(new_text: str, stored_text: str, similarity: float, settings: Settings) -> str | None:

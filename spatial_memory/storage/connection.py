@@ -55,12 +55,13 @@ def in_one_trip(table, start, columns: list[str], limit: int | None, where: str 
 def take_in_order(table, row_ids: list[int], columns: list[str]):
     """The rows with these row ids (the columns, "_rowid" among them if asked), in the order given,
     in one hand-off; a row gone since its id was read is left out."""
+    import pyarrow as pa
     from lancedb.background_loop import LOOP
 
     wanted = [c for c in columns if c != ROW_ID]
     found = LOOP.run(table._table.take_row_ids(row_ids).select(wanted).with_row_id().to_arrow())
     at = {row_id: i for i, row_id in enumerate(found.column(ROW_ID).to_pylist())}
-    rows = found.take([at[r] for r in row_ids if r in at])
+    rows = found.take(pa.array([at[r] for r in row_ids if r in at], type=pa.int64()))
     return rows if ROW_ID in columns else rows.drop_columns([ROW_ID])
 
 

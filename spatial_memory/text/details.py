@@ -22,10 +22,21 @@ from collections.abc import Sequence
 
 from .extraction import split_sentences
 
-__all__ = ["detail_signature", "polarity", "opposed", "sentence_pieces", "piece_key", "merge_texts", "content_covered"]
+__all__ = [
+    "detail_signature",
+    "polarity",
+    "specifics",
+    "opposed",
+    "sentence_pieces",
+    "piece_key",
+    "merge_texts",
+    "content_covered",
+]
 
 _NUMBER_RE = re.compile(r"\d+(?:[.,:]\d+)*")
 _WORD_RE = re.compile(r"[a-z]+(?:'[a-z]+)*")
+_THOUSANDS_RE = re.compile(r"\d{1,3}(?:,\d{3})+")
+_MAY_RE = re.compile(r"(?<![.!?]\s)(?<!^)\bMay\b")
 
 _NUMBER_WORDS = {
     "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7", "eight": "8",
@@ -98,6 +109,19 @@ _POLAR_PAIRS = [
 ]  # fmt: skip
 _POLAR = [(frozenset(a.split()), frozenset(b.split())) for a, b in _POLAR_PAIRS]
 
+
+def _polar_sides(pairs: list[tuple[frozenset[str], frozenset[str]]]) -> dict[str, list[tuple[int, int]]]:
+    """word -> each (pair, side) it belongs to: side +1 the pair's first words, -1 its second."""
+    sides: dict[str, list[tuple[int, int]]] = {}
+    for pair, (first, second) in enumerate(pairs):
+        for side, words in ((1, first), (-1, second)):
+            for word in words:
+                sides.setdefault(word, []).append((pair, side))
+    return sides
+
+
+_POLAR_SIDES = _polar_sides(_POLAR)
+
 _NEGATIONS = frozenset("not no never cannot without none nothing nobody neither nor nowhere".split())
 
 
@@ -111,13 +135,17 @@ def detail_signature(text: str) -> tuple[frozenset[str], bool]:
     Details are numbers (``1,000`` = ``1000``, small number words included), days,
     months, times of day, time and size units, environments and platforms.
     """
+    return _signature_of(text, _words(text))
+
+
+def _signature_of(text: str, words: list[str]) -> tuple[frozenset[str], bool]:
     details = set()
     for number in _NUMBER_RE.findall(text):
-        if re.fullmatch(r"\d{1,3}(?:,\d{3})+", number):
+        if _THOUSANDS_RE.fullmatch(number):
             number = number.replace(",", "")
         details.add(number)
     negated = False
-    for word in _words(text):
+    for word in words:
         if word in _NEGATIONS or word.endswith("n't"):
             negated = True
         elif word in _NUMBER_WORDS:
@@ -125,15 +153,29 @@ def detail_signature(text: str) -> tuple[frozenset[str], bool]:
         elif word in _DETAIL_WORDS:
             details.add(_DETAIL_WORDS[word])
     # "May" is a month only when capitalised mid-sentence ("due in May", not "we may")
-    if re.search(r"(?<![.!?]\s)(?<!^)\bMay\b", text):
+    if _MAY_RE.search(text):
         details.add("may")
     return frozenset(details), negated
 
 
 def polarity(text: str) -> tuple[int, ...]:
     """Per pair of opposite words (enabled/disabled, light/dark, ...): +1, -1 or 0 (neither or both)."""
-    present = set(_words(text))
-    return tuple((1 if present & a else 0) - (1 if present & b else 0) for a, b in _POLAR)
+    return _polarity_of(_words(text))
+
+
+def _polarity_of(words: list[str]) -> tuple[int, ...]:
+    positive = [0] * len(_POLAR)
+    negative = [0] * len(_POLAR)
+    for word in words:
+        for pair, side in _POLAR_SIDES.get(word, ()):
+            (positive if side > 0 else negative)[pair] = 1
+    return tuple(p - n for p, n in zip(positive, negative, strict=True))
+
+
+def specifics(text: str) -> tuple[tuple[frozenset[str], bool], tuple[int, ...]]:
+    """(detail_signature(text), polarity(text)), reading the text's words once."""
+    words = _words(text)
+    return _signature_of(text, words), _polarity_of(words)
 
 
 def opposed(p: tuple[int, ...], q: tuple[int, ...]) -> bool:
