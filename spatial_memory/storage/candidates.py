@@ -149,6 +149,10 @@ class Candidates:
 
 # What a candidate read from LanceDB brings: a few short columns, the vector and the row's address,
 # not the whole record (at 100,000 rows, 50 nearest rows: 6 ms against 17 ms with every summary column).
+# At 1,000,000 rows every column costs little in a read alone (the 50 nearest: 18.4 ms with every
+# column, 18.7 ms without), yet recall with whole-record candidates was 3.5-4.6 ms slower in an
+# interleaved A/B (4-8 ms in one namespace): decoding them while two searches share the cores costs
+# more than the final hits' second read (docs/BENCHMARKS.md, round seven).
 CANDIDATE_COLUMNS = ["id", *RANKING_COLUMNS, "vector", ROW_ID]
 
 

@@ -169,10 +169,9 @@ class Upkeep:
         """Compact if the store needs it, unless the compaction may wait for the pause after a burst
         of writes (then the loop looks again every QUIET_SECONDS); bring the exact copy up to date."""
         store = self._resources.store()
-        compacted = store.needs_compaction()
-        self._compaction_waits = compacted and store.compaction_can_wait()
-        if self._compaction_waits:
-            compacted = False
+        due = store.needs_compaction()
+        self._compaction_waits = due and store.compaction_can_wait()
+        compacted = due and not self._compaction_waits
         if compacted:
             store.compact()
         store.refresh_exact()
