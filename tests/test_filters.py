@@ -74,3 +74,40 @@ def test_metadata_conditions_are_checked_in_python():
     assert metadata_matches({}, [MetadataCondition("x", "ne", 1)])
     assert not metadata_matches({"x": "a"}, [MetadataCondition("x", "gt", 1)])
     assert metadata_matches({"x": ["a", "b"]}, [MetadataCondition("x", "contains", "a")])
+
+
+def test_a_date_alone_as_an_upper_bound_covers_that_whole_day():
+    end = "CAST('2023-06-01 23:59:59.999999' AS TIMESTAMP)"
+    assert build_filter(until="2023-06-01").sql == f"(COALESCE(occurred_at, created_at) <= {end})"
+    assert build_filter(filters={"occurred_at": {"lte": "2023-06-01"}}).sql == f"(occurred_at <= {end})"
+    assert build_filter(filters={"occurred_at": {"gt": "2023-06-01"}}).sql == f"(occurred_at > {end})"
+    start = "CAST('2023-06-01 00:00:00.000000' AS TIMESTAMP)"
+    assert build_filter(since="2023-06-01").sql == f"(COALESCE(occurred_at, created_at) >= {start})"
+    assert build_filter(filters={"occurred_at": {"lt": "2023-06-01"}}).sql == f"(occurred_at < {start})"
+    with pytest.raises(ValidationError, match="ISO 8601"):
+        build_filter(until="2023-02-30")
+
+
+def test_since_after_until_is_an_error_not_an_empty_answer():
+    with pytest.raises(ValidationError, match="since .* is after until"):
+        build_filter(since="2024-01-01", until="2023-12-31")
+    assert build_filter(since="2023-12-31", until="2023-12-31").sql  # one whole day
+
+
+@pytest.mark.anyio
+async def test_since_and_until_through_a_client_take_a_date_as_a_whole_day(client):
+    from .conftest import data
+
+    items = [
+        {"content": "moving to Berlin", "occurred_at": "2023-06-01T18:00:00Z"},
+        {"content": "moving to Lisbon", "occurred_at": "2023-06-02T09:00:00Z"},
+    ]
+    assert not (await client.call_tool("remember_batch", {"memories": items})).is_error
+    for tool in ("recall", "hybrid_recall"):
+        body = data(await client.call_tool(tool, {"query": "moving", "until": "2023-06-01"}))
+        assert [m["content"] for m in body["memories"]] == ["moving to Berlin"]
+        body = data(await client.call_tool(tool, {"query": "moving", "since": "2023-06-02", "until": "2023-06-02"}))
+        assert [m["content"] for m in body["memories"]] == ["moving to Lisbon"]
+        wrong = await client.call_tool(tool, {"query": "moving", "since": "2023-06-02", "until": "2023-06-01"})
+        assert wrong.is_error and data(wrong)["error"] == "ValidationError"
+        assert "is after until" in data(wrong)["message"]

@@ -479,8 +479,12 @@ async def test_imported_memories_are_searchable_by_keyword_at_once(client, setti
 
 def violation(result, kind: str, given: str, *hidden: Path) -> None:
     body = assert_error(result, "PathSecurityError")
-    assert body["message"].startswith(f"Path security violation ({kind}): "), body
-    assert body["message"].endswith(shown(given)), body  # the path as given, nothing resolved
+    prefix = f"Path security violation ({kind}): "
+    assert body["message"].startswith(prefix), body
+    path, _, next_step = body["message"][len(prefix) :].partition(". Next: ")
+    assert path == shown(given), body  # the path as given, nothing resolved
+    if kind in ("outside_allowed_directories", "traversal", "symlink_escape", "not_a_regular_file"):
+        assert next_step, body  # a violation the client can fix says how
     for secret in hidden:
         if str(secret) not in given:
             assert str(secret) not in body["message"], body

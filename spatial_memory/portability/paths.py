@@ -8,8 +8,9 @@ Policy (both tools):
   resolved (a link inside pointing outside is a "symlink_escape");
 - the target must be a regular file (or, for export, not exist yet): directories, FIFOs,
   sockets and devices are refused;
-- errors are PathSecurityError("Path security violation (<kind>): <the path as given>"), never
-  naming resolved targets or the allowed directories.
+- errors are PathSecurityError("Path security violation (<kind>): <the path as given>", and for
+  the kinds a client can fix, what to do next), never naming resolved targets or the allowed
+  directories.
 
 Export creates the allowed directory (and subdirectories inside it) when missing and may
 overwrite an existing regular file there; import reads the file through a descriptor opened
@@ -36,8 +37,20 @@ def shown(raw: str) -> str:
     return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS] + "..."
 
 
+# What to do next, for the violations a client can fix by choosing another path. They name no
+# directory, so the message still tells nothing about the file system.
+_NEXT_STEP = {
+    "outside_allowed_directories": "give a file name alone (it is taken inside the first allowed directory) or a "
+    "path under one listed in SPATIAL_MEMORY_EXPORT_DIRS / SPATIAL_MEMORY_IMPORT_DIRS",
+    "traversal": "give the path without '..' components",
+    "symlink_escape": "give a path that is not a symbolic link leading outside the allowed directories",
+    "not_a_regular_file": "give the path of a regular file, not a directory or a device",
+}
+
+
 def violation(kind: str, raw: str) -> PathSecurityError:
-    return PathSecurityError(f"Path security violation ({kind}): {shown(raw)}")
+    step = _NEXT_STEP.get(kind)
+    return PathSecurityError(f"Path security violation ({kind}): {shown(raw)}" + (f". Next: {step}." if step else ""))
 
 
 def _check_syntax(raw: str) -> None:

@@ -9,9 +9,10 @@ are returned separately and checked in Python (`metadata_matches`).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, time, timezone
 from typing import Any
 
 from ..errors import ValidationError
@@ -61,7 +62,26 @@ def _number(value: Any, column: str) -> str:
     return repr(float(value)) if isinstance(value, float) else str(int(value))
 
 
-def _timestamp(value: Any, column: str) -> str:
+_DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
+# Operators whose date-only value means the end of that day: "until 2023-06-01" and
+# "lte 2023-06-01" include the whole day, "gt 2023-06-01" starts after it.
+_UPPER_OPS = ("<=", ">")
+
+
+def end_of_day_if_date(value: Any) -> Any:
+    """A date alone ("2023-06-01") as the last moment of that day (UTC); anything else as it
+    is. Upper bounds use it, so a day named as a bound is covered whole."""
+    if isinstance(value, str) and _DATE_ONLY.fullmatch(value.strip()):
+        try:
+            day = datetime.fromisoformat(value.strip()).date()
+        except ValueError:
+            return value  # not a real date: the usual parse reports it
+        return datetime.combine(day, time.max, tzinfo=timezone.utc)
+    return value
+
+
+def _moment(value: Any, column: str) -> datetime:
+    """A timestamp argument as a naive UTC datetime."""
     if isinstance(value, datetime):
         moment = value
     elif isinstance(value, str):
@@ -73,7 +93,10 @@ def _timestamp(value: Any, column: str) -> str:
         raise ValidationError(f"filter on '{column}' needs an ISO 8601 timestamp string")
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
-    moment = moment.astimezone(timezone.utc).replace(tzinfo=None)
+    return moment.astimezone(timezone.utc).replace(tzinfo=None)
+
+
+def _timestamp(moment: datetime) -> str:
     return f"CAST('{moment.isoformat(sep=' ', timespec='microseconds')}' AS TIMESTAMP)"
 
 
@@ -81,7 +104,7 @@ def _literal(kind: str, value: Any, column: str) -> str:
     if kind == "number":
         return _number(value, column)
     if kind == "timestamp":
-        return _timestamp(value, column)
+        return _timestamp(_moment(value, column))
     if not isinstance(value, str):
         raise ValidationError(f"filter on '{column}' needs a string, got {type(value).__name__}")
     return quote(value)
@@ -107,7 +130,10 @@ def _condition(column: str, op: str, value: Any) -> str:
             return f"NOT array_has_any(tags, [{', '.join(quote_str(v, column) for v in values)}])"
         raise ValidationError(f"operator '{op}' is not supported on tags (use contains, in, nin, eq, ne)")
     if op in _SQL_OPS:
-        return f"{column} {_SQL_OPS[op]} {_literal(kind, value, column)}"
+        sql_op = _SQL_OPS[op]
+        if kind == "timestamp" and sql_op in _UPPER_OPS:
+            value = end_of_day_if_date(value)
+        return f"{column} {sql_op} {_literal(kind, value, column)}"
     if op in ("in", "nin"):
         values = ", ".join(_literal(kind, v, column) for v in _as_list(value, column, op))
         return f"{column} {'IN' if op == 'in' else 'NOT IN'} ({values})"
@@ -161,7 +187,8 @@ def build_filter(
     `filters` maps a column (or `metadata.<key>`) to a value (equality) or to
     `{operator: value}`; operators are eq, ne, gt, gte, lt, lte, in, nin, contains.
     `tags` matches memories carrying any of the tags. `since` / `until` (ISO 8601, inclusive)
-    bound when a memory happened: its occurred_at, or its created_at when it has none.
+    bound when a memory happened: its occurred_at, or its created_at when it has none; a date
+    alone as `until` (or a timestamp filter's lte / gt) means the end of that day.
     """
     clauses: list[str] = []
     meta: list[MetadataCondition] = []
@@ -177,11 +204,17 @@ def build_filter(
         id_list = list(ids)
         columns.add("id")
         clauses.append(f"id IN ({', '.join(quote(i) for i in id_list)})" if id_list else "false")
-    for bound, op in ((since, ">="), (until, "<=")):
-        if bound is not None:
-            moment = _timestamp(bound, "since" if op == ">=" else "until")
+    start = None if since is None else _moment(since, "since")
+    end = None if until is None else _moment(end_of_day_if_date(until), "until")
+    if start is not None and end is not None and start > end:
+        raise ValidationError(
+            f"since ({start.isoformat()}Z) is after until ({end.isoformat()}Z): no memory can match; "
+            "swap them or widen the range"
+        )
+    for moment, op in ((start, ">="), (end, "<=")):
+        if moment is not None:
             columns.update(("occurred_at", "created_at"))
-            clauses.append(f"COALESCE(occurred_at, created_at) {op} {moment}")
+            clauses.append(f"COALESCE(occurred_at, created_at) {op} {_timestamp(moment)}")
     for column, spec in (filters or {}).items():
         conditions = spec.items() if isinstance(spec, Mapping) else [("eq", spec)]
         for op, value in conditions:
@@ -217,13 +250,15 @@ def both(first: Filter, second: Filter) -> Filter:
 
 def unexpired(moment: datetime) -> str:
     """Memories not expired at `moment`: no expiry, pinned, or an expiry after it."""
-    return f"(expires_at IS NULL OR COALESCE(pinned, false) OR expires_at > {_timestamp(moment, 'expires_at')})"
+    return (
+        f"(expires_at IS NULL OR COALESCE(pinned, false) OR expires_at > {_timestamp(_moment(moment, 'expires_at'))})"
+    )
 
 
 def current_at(moment: datetime) -> Filter:
     """Memories (current rows) whose present version already existed at `moment`. Together with
     `retired_current_at` (history rows) they are what was current then."""
-    at = _timestamp(moment, "as_of")
+    at = _timestamp(_moment(moment, "as_of"))
     return Filter(
         f"(created_at <= {at} AND updated_at <= {at})",
         [],
@@ -235,7 +270,7 @@ def current_at(moment: datetime) -> Filter:
 
 def retired_current_at(moment: datetime) -> str:
     """History rows that were the current version at `moment`."""
-    at = _timestamp(moment, "as_of")
+    at = _timestamp(_moment(moment, "as_of"))
     return f"(updated_at <= {at} AND valid_until > {at}) AND {unexpired(moment)}"
 
 

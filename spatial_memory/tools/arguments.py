@@ -10,10 +10,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model
 
 from ..config import Settings
 from ..limits import DUPLICATE_SIMILARITY, MAX_ID_CHARS, MAX_QUERY_CHARS, MAX_RESULTS
+from ..storage.filters import end_of_day_if_date
 from ..storage.records import Conversation, NewMemory
 from ..validation import MAX_LABEL_CHARS
 
@@ -177,7 +178,11 @@ def build_arguments(settings: Settings) -> Arguments:
         ],
         until=Annotated[
             datetime | None,
-            Field(description="Only memories that happened at or before this time (occurred_at, else created_at)."),
+            BeforeValidator(end_of_day_if_date),
+            Field(
+                description="Only memories that happened at or before this time (occurred_at, else created_at); "
+                "a date alone (YYYY-MM-DD) includes that whole day."
+            ),
         ],
         as_of=Annotated[
             datetime | None,
