@@ -12,6 +12,7 @@ from typing import Any
 from .config import Settings
 from .errors import ValidationError
 from .storage.records import Conversation
+from .text.secrets import redact, redact_value
 
 NAMESPACE_PATTERN = re.compile(r"^[\w][\w.:/@-]*$")
 # Stored metadata comes back inside every result; JSON parsers (the MCP SDK's included) refuse
@@ -74,8 +75,11 @@ def _encodable(text: str) -> bool:
 
 
 def content(value: str, settings: Settings, *, field: str = "content") -> str:
+    """The text to store: checked, with the secrets it holds (API keys, tokens, passwords, private
+    keys, credentials in URLs) replaced by `[REDACTED:<kind>]`, so no write path can store one."""
     if not isinstance(value, str) or not value.strip():
         raise ValidationError(f"{field.capitalize()} cannot be empty")
+    value = redact(value)
     if len(value) > settings.max_content_length:
         raise ValidationError(
             f"{field.capitalize()} is {len(value):,} characters; the maximum is {settings.max_content_length:,}. "
@@ -138,6 +142,7 @@ def metadata(value: dict[str, Any] | None, settings: Settings) -> dict[str, Any]
         raise ValidationError(f"metadata must be plain JSON (no NaN or infinity): {exc}") from None
     if not _encodable(encoded):
         raise ValidationError("metadata must be valid Unicode (no lone surrogate code points)")
+    encoded = json.dumps(redact_value(json.loads(encoded)), ensure_ascii=False)  # secrets in values
     if len(encoded.encode()) > settings.max_metadata_bytes:
         raise ValidationError(f"metadata is larger than {settings.max_metadata_bytes:,} bytes")
     return json.loads(encoded)

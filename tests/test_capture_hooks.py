@@ -24,7 +24,7 @@ from spatial_memory.capture.spool import Spool
 from spatial_memory.config import Settings
 
 from .conftest import HashEmbedder, data
-from .test_capture_redaction import SECRETS
+from .test_secret_redaction import SECRETS
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hooks"
 RECALL_DEADLINE = 5.0

@@ -3,7 +3,7 @@
 A hook is a new process at every client event (`spatial-memory hook <event>`, hook.py). It reads
 the client's JSON on stdin (payloads.py), keeps what is worth remembering from the tool use or the
 transcript since the last capture (selection.py, transcript.py, reusing text/extraction.py; its
-running state per session in session_state.py), redacts secrets (redaction.py) and appends the
+running state per session in session_state.py), redacts secrets (text/secrets.py) and appends the
 records (records.py) to a spool beside the store (spool.py), then exits: it never opens the store
 or loads the model for a tool use, so it stays fast. A running server ingests the spool within a
 second (ingest.py, store.py); with no server running (presence.py), a detached

@@ -19,10 +19,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..text.secrets import redact, redact_value
 from . import payloads as p
 from .namespace import project_namespace, project_root
 from .records import now_iso, to_record
-from .redaction import redact, redact_value
 from .selection import from_text, from_tool_use, remember_highlights, session_summary
 from .session_state import session_state
 from .spool import Spool

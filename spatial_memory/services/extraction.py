@@ -44,7 +44,7 @@ class ExtractionService(Service):
         from ..storage.records import NewMemory
         from ..text.extraction import extract_candidates
 
-        check.content(text, self._settings, field="text")
+        text = check.content(text, self._settings, field="text")  # secrets redacted before anything is kept
         check.namespace(namespace, self._settings)
         min_confidence = check.number_in("min_confidence", min_confidence, 0.0, 1.0)
         dedup_threshold = check.number_in("dedup_threshold", dedup_threshold, *DUPLICATE_SIMILARITY)

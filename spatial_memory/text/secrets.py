@@ -1,8 +1,9 @@
-"""Secrets removed from captured text before anything is spooled, stored, exported or logged.
+"""Secrets removed from text before anything is spooled, stored, exported or logged: every
+memory's content and metadata (`validation`), and what the capture hooks see.
 
 Each pattern replaces the secret (not its label) with `[REDACTED:<kind>]`, so a memory still
 says that a key was set, not what it was. The list errs on the side of redacting: a lost
-fragment of a memory costs little, a stored credential a lot. tests/test_capture_redaction.py
+fragment of a memory costs little, a stored credential a lot. tests/test_secret_redaction.py
 holds one positive and one negative example per pattern.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -58,8 +60,6 @@ _PATTERNS: tuple[tuple[str, str, int], ...] = (
     ("flag", r"(?i)--(?:password|passwd|token|secret|api-key)[= ]\s*[\"']?([^\s\"']{4,})", 1),
 )
 
-_COMPILED = tuple((kind, re.compile(pattern), group) for kind, pattern, group in _PATTERNS)
-
 
 def _replacer(kind: str, group: int) -> Callable[[re.Match[str]], str]:
     marker = f"[REDACTED:{kind}]"
@@ -75,14 +75,18 @@ def _replacer(kind: str, group: int) -> Callable[[re.Match[str]], str]:
     return replace
 
 
-_REPLACERS = tuple((pattern, _replacer(kind, group)) for kind, pattern, group in _COMPILED)
+@cache
+def _replacers() -> tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...]:
+    """The compiled patterns (compiled on first use: every write path validates through here, and
+    a server answers its first requests before any write)."""
+    return tuple((re.compile(pattern), _replacer(kind, group)) for kind, pattern, group in _PATTERNS)
 
 
 def redact(text: str) -> str:
     """The text with every secret the patterns know replaced by `[REDACTED:<kind>]`."""
     if not text:
         return text
-    for pattern, replace in _REPLACERS:
+    for pattern, replace in _replacers():
         text = pattern.sub(replace, text)
     return text
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from spatial_memory.capture.redaction import kinds, redact, redact_value
+from spatial_memory.text.secrets import kinds, redact, redact_value
 
 # (text with a secret, the secret itself): the secret must be gone, the rest mostly kept.
 SECRETS = [
@@ -84,3 +84,46 @@ def test_the_pattern_list_covers_the_kinds_asked_for() -> None:
     wanted = {"aws-access-key", "github-token", "gitlab-token", "slack-token", "stripe-key", "openai-key"}
     wanted |= {"anthropic-key", "jwt", "bearer", "assignment", "private-key", "url-password", "connection-password"}
     assert wanted <= set(kinds())
+
+
+@pytest.mark.anyio
+async def test_no_write_path_stores_a_secret(client, settings, caplog):
+    """remember, remember_batch (content and metadata), update_memory, extract and import all keep
+    the text around a secret and store `[REDACTED:<kind>]` in its place; the secret reaches no file
+    of the store, no export and no log line."""
+    import json
+    from pathlib import Path
+
+    from .conftest import data
+
+    caplog.set_level("DEBUG")
+    secrets = [secret for _, secret in SECRETS]
+    marker = "zebra-crossing-marker-41"  # stored as is: shows the file scan below finds stored text
+    stored = data(await client.call_tool("remember", {"content": f"{marker}: deploy with {SECRETS[2][0]}"}))
+    assert stored["content"] == f"{marker}: deploy with token [REDACTED:github-token]"
+    batch = [{"content": text, "metadata": {"raw": [text], "note": {"said": text}}} for text, _ in SECRETS[:-1]]
+    assert not (await client.call_tool("remember_batch", {"memories": batch})).is_error
+    updated = data(
+        await client.call_tool("update_memory", {"memory_id": stored["id"], "content": f"rotated: {SECRETS[-1][0]}"})
+    )
+    assert SECRETS[-1][1] not in json.dumps(updated)
+    said = f"We decided to deploy on Fridays. Our team prefers the key {secrets[9]} for staging."
+    extracted = data(await client.call_tool("extract", {"text": said, "min_confidence": 0.0}))
+    assert extracted["memories_created"] >= 1
+    folder = settings.allowed_import_dirs[0]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "in.json").write_text(json.dumps([{"content": f"imported with {SECRETS[7][0]}"}]), encoding="utf-8")
+    imported = await client.call_tool("import_memories", {"source_path": "in.json", "regenerate_embeddings": True})
+    assert not imported.is_error, data(imported)
+    found = data(await client.call_tool("recall", {"query": "imported with stripe", "limit": 50}))
+    assert any("[REDACTED:stripe-key]" in m["content"] for m in found["memories"])
+    exported = data(await client.call_tool("export_memories", {"output_path": "all.json", "format": "json"}))
+
+    places = {"export": Path(exported["output_path"]).read_bytes(), "log": caplog.text.encode()}
+    for path in settings.path.rglob("*"):
+        if path.is_file() and path.name != "in.json":
+            places[str(path.relative_to(settings.path))] = path.read_bytes()
+    assert any(marker.encode() in content for where, content in places.items() if where != "export")
+    for secret in secrets:
+        for where, content in places.items():
+            assert secret.encode() not in content, f"{secret!r} reached {where}"
