@@ -239,12 +239,14 @@ class Settings(BaseSettings):
             if not rest.strip("/"):
                 raise ValueError("a store URI needs a bucket: s3://bucket/prefix")
             return f"{scheme.lower()}://{rest.strip('/')}"
-        return Path(value).expanduser().resolve() if isinstance(value, (str, Path)) else value
+        if not isinstance(value, (str, Path)):
+            return value
+        return _directory(Path(value).expanduser().resolve())
 
     @field_validator("local_path", mode="after")
     @classmethod
     def _absolute(cls, value: Path) -> Path:
-        return value.expanduser().resolve()
+        return _directory(value.expanduser().resolve())
 
     @field_validator("embedding_model")
     @classmethod
@@ -304,6 +306,13 @@ class Settings(BaseSettings):
     @property
     def allowed_import_dirs(self) -> list[Path]:
         return [d.expanduser().resolve() for d in self.import_dirs] or [self.local_dir / "exports"]
+
+
+def _directory(path: Path) -> Path:
+    """A store directory: anything but a directory already there would fail every call later."""
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{path} exists and is not a directory: name a directory (created when missing)")
+    return path
 
 
 def describe_settings_error(exc: Exception) -> str:

@@ -63,6 +63,30 @@ def test_bad_setting_fails_with_one_line(tmp_path):
     assert "SPATIAL_MEMORY_TOOLS: " in lines[0] and "'rememberr'" in lines[0], proc.stderr
 
 
+def test_a_store_path_that_is_a_file_is_a_setting_error_not_a_failure_on_every_call(tmp_path):
+    import pytest
+    from pydantic import ValidationError
+
+    taken = tmp_path / "notes.txt"
+    taken.write_text("not a store")
+    for field in ("path", "local_path"):
+        with pytest.raises(ValidationError, match="exists and is not a directory"):
+            Settings(**{field: taken})
+    assert Settings(path=tmp_path / "new").path == (tmp_path / "new").resolve()  # missing: created later
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": os.environ.get("PYTHONPATH", ""), "SPATIAL_MEMORY_PATH": str(taken)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "spatial_memory"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 2 and proc.stdout == ""
+    (line,) = proc.stderr.strip().splitlines()
+    assert "SPATIAL_MEMORY_PATH" in line and "is not a directory" in line, proc.stderr
+
+
 def test_env_example_lists_every_setting():
     text = (Path(__file__).parents[1] / ".env.example").read_text()
     for name in Settings.model_fields:

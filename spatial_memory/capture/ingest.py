@@ -90,6 +90,8 @@ class SpoolIngester:
                     if time.monotonic() - tidied > 3600:
                         tidied = time.monotonic()
                         forget_old_sessions(self._spool.dir, SESSION_STATE_DAYS * 86400)
+        except OSError as exc:  # the store's directory is not one (a file) or cannot be written
+            log.warning("capture ingest is off: %s", exc)
         except Exception:  # noqa: BLE001 - capture must never take the server down
             log.exception("capture ingest stopped")
 
