@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
@@ -74,10 +75,23 @@ def _encodable(text: str) -> bool:
     return True
 
 
+def _visible(text: str) -> bool:
+    """Whether the text shows anything: not only spaces, zero-width and other invisible characters
+    (separators Z*, controls and formats C*). Stops at the first visible character."""
+    return any(not ch.isspace() and unicodedata.category(ch)[0] not in "CZ" for ch in text)
+
+
+def query_text(value: str, *, field: str = "Query") -> str:
+    """A text to search with (a recall query, a wander seed): a string that shows something."""
+    if not isinstance(value, str) or not _visible(value):
+        raise ValidationError(f"{field} cannot be empty")
+    return value
+
+
 def content(value: str, settings: Settings, *, field: str = "content") -> str:
     """The text to store: checked, with the secrets it holds (API keys, tokens, passwords, private
     keys, credentials in URLs) replaced by `[REDACTED:<kind>]`, so no write path can store one."""
-    if not isinstance(value, str) or not value.strip():
+    if not isinstance(value, str) or not _visible(value):
         raise ValidationError(f"{field.capitalize()} cannot be empty")
     value = redact(value)
     if len(value) > settings.max_content_length:

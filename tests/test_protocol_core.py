@@ -112,6 +112,9 @@ async def test_injection_strings_match_nothing(client, evil):
 async def test_remember_validation_errors(client):
     assert_error(await client.call_tool("remember", {"content": ""}), "ValidationError", "content")
     assert_error(await client.call_tool("remember", {"content": "   "}), "ValidationError", "empty")
+    # Only invisible characters (zero-width space and joiner, BOM, a control, a line separator): nothing to remember.
+    invisible = "\u200b\u200d\ufeff\x07\u2028 "
+    assert_error(await client.call_tool("remember", {"content": invisible}), "ValidationError", "empty")
     assert_error(await client.call_tool("remember", {"content": "x" * 100_001}), "ValidationError", "content")
     assert_error(
         await client.call_tool("remember", {"content": "ok", "importance": 1.5}), "ValidationError", "importance"
@@ -132,6 +135,10 @@ async def test_recall_limits(client):
     assert_error(await client.call_tool("recall", {"query": "x", "limit": 101}), "ValidationError", "limit")
     assert_error(await client.call_tool("recall", {"query": ""}), "ValidationError")
     assert_error(await client.call_tool("recall", {"query": "   "}), "ValidationError", "empty")
+    assert_error(await client.call_tool("recall", {"query": "\u200b\ufeff"}), "ValidationError", "empty")
+    assert_error(await client.call_tool("wander", {"seed": "\u200b"}), "ValidationError", "seed")
+    # A visible character among invisible ones is a query.
+    assert not (await client.call_tool("recall", {"query": "\u200bsomething\u200b"})).is_error
     assert_error(await client.call_tool("nearby", {"memory_id": str(uuid.uuid4()), "limit": 101}), "ValidationError")
     ok = await client.call_tool("recall", {"query": "x", "limit": 100})
     assert not ok.is_error

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import validation as check
 from ..algorithms.ranking import DEFAULT_PARAMS, TextFeatures
 from ..errors import MemoryNotFoundError, ValidationError
 from ..limits import MAX_CONTEXT, MAX_EXPAND
@@ -136,8 +137,7 @@ class SearchService(Service):
         With `as_of`, the memories current at that moment are searched instead (their versions then,
         memories superseded since included; keywords find only versions still current).
         """
-        if not isinstance(query, str) or not query.strip():
-            raise ValidationError("Query cannot be empty")
+        check.query_text(query)
         if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 <= alpha <= 1.0:
             raise ValidationError("alpha must be a number from 0.0 (keyword only) to 1.0 (vector only)")
         flt = build_filter(namespace=namespace, tags=tags, filters=filters, since=since, until=until)
@@ -198,8 +198,7 @@ class SearchService(Service):
         return hits, query_vector
 
     def query_vector(self, query: str) -> np.ndarray:
-        if not isinstance(query, str) or not query.strip():
-            raise ValidationError("Query cannot be empty")
+        check.query_text(query)
         return np.asarray(self._r.embedder.embed_query(query), dtype=np.float32)
 
     def pinned(self, namespace: str | None) -> list[MemoryRecord]:

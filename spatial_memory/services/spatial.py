@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import algorithms as alg
+from .. import validation as check
 from ..errors import (
     InsufficientMemoriesError,
     JourneyError,
@@ -116,8 +117,7 @@ class SpatialService:
             where = f" in namespace '{namespace}'" if namespace else ""
             raise ValidationError(f"No memories available for wander{where}; remember something first")
         if seed is not None:
-            if not seed.strip():
-                raise ValidationError("seed cannot be empty")
+            check.query_text(seed, field="seed")
             hits = store.search(self._r.embedder.embed_query(seed), 1, flt, with_vectors=True)
             return hits[0].record, hits[0].similarity
         record = store.nth(int(rng.integers(total)), flt, with_vector=True)
