@@ -47,9 +47,11 @@ def without_titles(schema: Any) -> Any:
     return schema
 
 
-DEFS_PREFIX = "#/$defs/"
-# Keywords that apply to null too: a branch holding one cannot take null into its own type.
+_DEFS_PREFIX = "#/$defs/"
+# Keywords that only describe: where a place and the definition it refers to both have one, the
+# place's is kept.
 _ANNOTATIONS = {"description", "title", "default", "examples"}
+# Keywords that apply to null too: a branch holding one cannot take null into its own type.
 _APPLY_TO_NULL = {"enum", "const", "anyOf", "oneOf", "allOf", "not", "$ref", "if"}
 
 
@@ -61,7 +63,7 @@ def plain_output_schema(schema: dict[str, Any]) -> dict[str, Any]:
     recall's result took 1.41 ms against pydantic's form and 0.72 ms against this one."""
     definitions = schema.get("$defs", {})
     # A definition referred to once, from anywhere (its own body included), is used in one place only.
-    counts = Counter(ref[len(DEFS_PREFIX) :] for ref in _refs(schema) if ref.startswith(DEFS_PREFIX))
+    counts = Counter(ref[len(_DEFS_PREFIX) :] for ref in _refs(schema) if ref.startswith(_DEFS_PREFIX))
     inline = {name for name in definitions if counts[name] == 1}
     plain = _plain({k: v for k, v in schema.items() if k != "$defs"}, definitions, inline)
     kept = {name: _plain(d, definitions, inline) for name, d in definitions.items() if name not in inline}
@@ -87,10 +89,9 @@ def _plain(node: Any, definitions: dict[str, Any], inline: set[str]) -> Any:
     if not isinstance(node, dict):
         return node
     ref = node.get("$ref")
-    if isinstance(ref, str) and ref.startswith(DEFS_PREFIX) and ref[len(DEFS_PREFIX) :] in inline:
-        target = definitions[ref[len(DEFS_PREFIX) :]]
+    if isinstance(ref, str) and ref.startswith(_DEFS_PREFIX) and ref[len(_DEFS_PREFIX) :] in inline:
+        target = definitions[ref[len(_DEFS_PREFIX) :]]
         siblings = {k: v for k, v in node.items() if k != "$ref"}
-        # The place's own annotations (a field's description) say more than the definition's.
         if siblings.keys() & target.keys() <= _ANNOTATIONS:
             node = {**target, **siblings}
         else:
