@@ -704,3 +704,39 @@ def test_driver_scenario_file_with_references(node, tmp_path):
     assert not unresolved["ok"] and "no step 7" in unresolved["error"]["message"]
     assert {t["name"] for t in tools["result"]["tools"]} == {t["name"] for t in connected["tools"]["tools"]}
     assert succeeded(dollars)["content"] == "$5.00"
+
+
+# ---- older TypeScript clients ------------------------------------------------------------------
+
+AJV_DEFAULTS_CHECK = """
+const Ajv = require('ajv').default;
+const schemas = JSON.parse(require('fs').readFileSync(process.argv[2], 'utf8'));
+const warnings = [];
+const logger = { log() {}, warn: (...a) => warnings.push(a.join(' ')), error: (...a) => warnings.push(a.join(' ')) };
+const ajv = new Ajv({ logger });  // the TypeScript SDK's client up to 1.20: `new Ajv()`, strict checks "log"
+for (const schema of schemas) ajv.compile(schema);
+console.log(JSON.stringify({ compiled: schemas.length, warnings }));
+"""
+
+
+def test_output_schemas_compile_quietly_with_ajv_defaults(node, tmp_path):
+    """Clients built on the TypeScript SDK up to 1.20 compiled every tool's output schema with
+    `new Ajv()`, whose strict mode logs a warning for each schema feature it dislikes (union types
+    among them, except T-or-null): the published output schemas compile without one."""
+    from spatial_memory.config import Settings
+    from spatial_memory.tools import build_tools
+
+    schemas = [t.output_schema for t in build_tools(Settings()) if t.output_schema is not None]
+    (tmp_path / "schemas.json").write_text(json.dumps(schemas))
+    (tmp_path / "check.cjs").write_text(AJV_DEFAULTS_CHECK)
+    done = subprocess.run(
+        [node.node, str(tmp_path / "check.cjs"), str(tmp_path / "schemas.json")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "NODE_PATH": str(node.node_modules)},
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report == {"compiled": len(schemas), "warnings": []}
+    assert len(schemas) == 30
