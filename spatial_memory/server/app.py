@@ -91,6 +91,7 @@ class App:
         from ..services.memory import MemoryService
         from ..services.namespaces import NamespaceService
         from ..services.portability import PortabilityService
+        from ..services.procedures import ProcedureService
         from ..services.revisions import RevisionService
         from ..services.search import SearchService
         from ..services.spatial import SpatialService
@@ -110,6 +111,7 @@ class App:
         self.connections = ConnectionService(self.resources)
         self.health = HealthService(self.resources)
         self.vocabulary = VocabularyService(self.resources)
+        self.procedures = ProcedureService(self.resources)
 
 
 def _capture_ingester(app: App):

@@ -18,14 +18,14 @@ if TYPE_CHECKING:
 
 def build_tools(settings: Settings) -> list[Tool]:
     """The tools a server with these settings lists (SPATIAL_MEMORY_TOOLS), in the order clients list them."""
-    from . import capture, connections, lifecycle, memory, namespaces, portability, search, spatial
+    from . import capture, connections, lifecycle, memory, namespaces, portability, procedures, search, spatial
     from .arguments import build_arguments
     from .profiles import selected_names
     from .registry import ToolSet, read_only_names
 
     arguments = build_arguments(settings)
     tools = ToolSet()
-    for area in (memory, search, spatial, lifecycle, namespaces, portability, connections, capture):
+    for area in (memory, search, spatial, lifecycle, namespaces, portability, connections, capture, procedures):
         area.register(tools, arguments)
     wanted = selected_names(settings.tools.split(","), read_only_names(tools.tools))
     return [tool for tool in tools.tools if tool.name in wanted]
