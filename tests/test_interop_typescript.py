@@ -523,7 +523,12 @@ def test_advertised_resources_and_prompts_work(node, tmp_path):
             templates = answer({"list": "resourceTemplates"})
             if resources is not None and templates is not None:
                 uris = [r["uri"] for r in resources["resources"]]
-                uris += [expand_template(t["uriTemplate"], memory_id) for t in templates["resourceTemplates"]]
+                # A skill's SKILL.md exists only for a live procedure: test_interop_skills reads them.
+                uris += [
+                    expand_template(t["uriTemplate"], memory_id)
+                    for t in templates["resourceTemplates"]
+                    if not t["uriTemplate"].startswith("skill://")
+                ]
                 if not uris:
                     problems.append("the resources capability is advertised but there are no resources or templates")
                 for uri in uris:

@@ -24,6 +24,7 @@ from .completions import register_completions
 from .mcp_server import SpatialMemoryMCPServer
 from .prompts import register_prompts
 from .resources import register_resources
+from .skills import SkillsExtension, register_skill_files
 
 if TYPE_CHECKING:
     from ..auth.scope import NamespaceScope
@@ -166,8 +167,10 @@ def create_server(
         tools=tools,
         auth=auth,
         token_verifier=token_verifier,
+        extensions=[SkillsExtension()],
     )
     register_resources(server)
+    register_skill_files(server)
     register_prompts(server, tool_names)
     register_completions(server)
     return server

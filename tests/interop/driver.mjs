@@ -6,7 +6,10 @@
 //   node driver.mjs < lines           the first stdin line is the header, every later line a step;
 //                                     each answer line is printed as soon as the step finishes
 //
-// Header / scenario: {"server": {"command", "args", "env", "cwd"}, "timeoutMs"?, "steps"?: [...]}.
+// Header / scenario: {"server": {"command", "args", "env", "cwd"}, "timeoutMs"?, "sdk"?, "steps"?: [...]}.
+// "sdk": "2" connects with the 2.x client (@modelcontextprotocol/client, stdio only) instead of
+// the 1.x one, and enables the skills steps (its Skills extension SkillsClient); "versionNegotiation"
+// is its option of that name ({"mode": "auto"}: the 2026-07-28 revision when the server has it).
 // The server's stderr goes to this process's stderr. With {"server": {"url", "headers"?}} the client
 // connects to that URL with the SDK's StreamableHTTPClientTransport, sending the headers (an
 // Authorization bearer token) with every request.
@@ -20,6 +23,12 @@
 //   {"prompt": "<name>", "arguments": {...}}  client.getPrompt
 //   {"complete": {"ref", "argument", "context"?}}  client.complete (completion/complete)
 //   {"ping": true}
+//   {"skills": "list"}                       SkillsClient.list() (header "sdk": "2" only): the valid
+//                                            entries, refused ones, ttlMs, cacheScope
+//   {"skills": "get", "uri": "..."}          SkillsClient.get(uri)
+//   {"skills": "read", "uri": "...", "entry"?: {...}}  SkillsClient.get(uri), then read(entry) with
+//                                            its size, digest and frontmatter verified (a given
+//                                            "entry" is read instead: a tampered one must fail)
 //
 // References to earlier steps (0-based, in step order): a string that is exactly "$N.path" is
 // replaced by that value (any JSON type), and "{{N.path}}" inside a string by its text. The path
@@ -41,6 +50,8 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
 const DEFAULT_TIMEOUT_MS = 300_000;
+// stdout is this driver's answer lines: the SDK's debug messages go to stderr.
+console.debug = (...items) => console.error(...items);
 
 function emit(object) {
   process.stdout.write(JSON.stringify(object) + "\n");
@@ -115,20 +126,41 @@ async function allPages(fetchPage, key) {
   return { [key]: items, pages };
 }
 
+function bytesAsSize(file) {
+  // Uint8Array does not survive JSON: report its length and drop it.
+  const { bytes, ...rest } = file;
+  return { ...rest, byteLength: bytes.byteLength };
+}
+
+async function runSkillsStep(skills, resolved, options) {
+  if (skills === undefined) throw new Error('skills steps need the header "sdk": "2"');
+  if (resolved.skills === "list") return await skills.list({}, options);
+  if (resolved.skills === "get") return await skills.get(resolved.uri, options);
+  if (resolved.skills === "read") {
+    const entry = resolved.entry ?? (await skills.get(resolved.uri, options)).skill;
+    return bytesAsSize(await skills.read(entry, undefined, options));
+  }
+  throw new Error(`unknown skills step ${resolved.skills}`);
+}
+
 async function runStep(client, step, outputs, defaultTimeout) {
   const resolved = substitute(step, outputs);
   const timeout = resolved.timeoutMs ?? defaultTimeout;
   const options = { timeout, maxTotalTimeout: timeout };
   const extra = {};
   let result;
-  if (resolved.call !== undefined) {
+  if (resolved.skills !== undefined) {
+    result = await runSkillsStep(client.skills, resolved, options);
+  } else if (resolved.call !== undefined) {
     const progress = [];
     if (resolved.progress) {
       options.onprogress = (notification) => progress.push(notification);
       extra.progress = progress;
     }
     // The SDK's own validation against the tool's outputSchema happens inside callTool.
-    extra.outputSchemaValidated = Boolean(client.getToolOutputValidator(resolved.call));
+    extra.outputSchemaValidated = client.getToolOutputValidator
+      ? Boolean(client.getToolOutputValidator(resolved.call))
+      : null;
     result = await client.callTool({ name: resolved.call, arguments: resolved.arguments ?? {} }, undefined, options);
   } else if (resolved.list !== undefined) {
     const kinds = {
@@ -154,7 +186,38 @@ async function runStep(client, step, outputs, defaultTimeout) {
   return { result, ...extra };
 }
 
+async function connectV2(header) {
+  const { Client: ClientV2 } = await import("@modelcontextprotocol/client");
+  const { StdioClientTransport: StdioV2 } = await import("@modelcontextprotocol/client/stdio");
+  const { SkillsClient } = await import("@modelcontextprotocol/client/ext/skills");
+  const server = header.server;
+  const transport = new StdioV2({
+    command: server.command,
+    args: server.args ?? [],
+    env: server.env,
+    cwd: server.cwd,
+    stderr: "inherit",
+  });
+  const options = { capabilities: {} };
+  if (header.versionNegotiation) options.versionNegotiation = header.versionNegotiation;
+  const client = new ClientV2({ name: "spatial-memory-interop-test", version: "2.0.0" }, options);
+  await client.connect(transport, { timeout: header.timeoutMs ?? DEFAULT_TIMEOUT_MS });
+  client.skills = new SkillsClient(client);
+  const tools = await allPages((p) => client.listTools(p), "tools");
+  emit({
+    connected: true,
+    serverInfo: client.getServerVersion(),
+    capabilities: client.getServerCapabilities(),
+    protocolVersion: client.getNegotiatedProtocolVersion?.() ?? null,
+    skillsSupported: client.skills.supported,
+    instructions: client.getInstructions() ?? null,
+    tools,
+  });
+  return client;
+}
+
 async function connect(header) {
+  if (header.sdk === "2") return connectV2(header);
   const server = header.server;
   const transport = server.url
     ? new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: server.headers ?? {} } })
