@@ -124,3 +124,4 @@ async def test_a_procedure_is_a_memory_exported_and_secret_free(client, tmp_path
     assert got["memory_type"] == "procedure" and "procedure" in got["tags"]
     assert "ghp_" not in got["content"] and "ghp_" not in str(got["metadata"])
     assert got["expires_at"] is None
+    assert data(await client.call_tool("stats", {}))["memories_by_tier"]["procedural"] == 1

@@ -28,7 +28,7 @@ from .results import (
     ConsolidationGroup,
 )
 
-STRATEGIES = ("keep_newest", "keep_oldest", "keep_highest_importance", "merge_content")
+STRATEGIES = ("keep_newest", "keep_oldest", "keep_highest_importance", "merge_content", "distill")
 CONSOLIDATED_FROM_KEY = "consolidated_from"
 
 
@@ -52,6 +52,12 @@ class ConsolidationService(Service):
         check.one_of("strategy", strategy, STRATEGIES)
         if isinstance(max_groups, bool) or not isinstance(max_groups, int) or not 1 <= max_groups <= 100:
             raise ValidationError("max_groups must be an integer from 1 to 100")
+        if strategy == "distill":
+            from .distillation import distill
+
+            return distill(
+                self._r, namespace, similarity_threshold, dry_run=dry_run, max_groups=max_groups, provenance=provenance
+            )
         now = as_utc(now or self._r.clock())
         store = self._r.store()
         self.require_namespace(store, namespace)
@@ -127,7 +133,7 @@ class ConsolidationService(Service):
         """Near-duplicate groups (complete linkage) among memories with equal detail signatures,
         split where two members use opposite words (see spatial_memory.text.details)."""
         from ..algorithms.grouping import near_duplicate_groups
-        from ..text.details import detail_signature, opposed, polarity
+        from ..text.details import detail_signature
 
         classes: dict[tuple, list[int]] = defaultdict(list)
         for i, record in enumerate(records):
@@ -137,15 +143,7 @@ class ConsolidationService(Service):
             if len(members) < 2:
                 continue
             for group in near_duplicate_groups(vectors[members], threshold):
-                polar = {members[k]: polarity(records[members[k]].content) for k in group}
-                parts: list[list[int]] = []
-                for index in sorted(polar):
-                    home = next((p for p in parts if not any(opposed(polar[index], polar[j]) for j in p)), None)
-                    if home is None:
-                        parts.append([index])
-                    else:
-                        home.append(index)
-                groups.extend(p for p in parts if len(p) >= 2)
+                groups.extend(without_opposites(records, [members[k] for k in group], 2))
         groups.sort(key=lambda g: (-len(g), g[0]))
         return groups
 
@@ -213,3 +211,19 @@ class ConsolidationService(Service):
         if size > s.max_metadata_bytes:
             return None, f"the merged metadata would be {size:,} bytes (maximum {s.max_metadata_bytes:,})"
         return kept, None
+
+
+def without_opposites(records: list[MemoryRecord], group: list[int], smallest: int) -> list[list[int]]:
+    """A group split where two members use opposite words (enabled / disabled): parts of at least
+    `smallest` members, each in index order."""
+    from ..text.details import opposed, polarity
+
+    polar = {index: polarity(records[index].content) for index in group}
+    parts: list[list[int]] = []
+    for index in sorted(polar):
+        home = next((p for p in parts if not any(opposed(polar[index], polar[j]) for j in p)), None)
+        if home is None:
+            parts.append([index])
+        else:
+            home.append(index)
+    return [p for p in parts if len(p) >= smallest]

@@ -10,6 +10,7 @@ from ..errors import (
 )
 from ..storage.filters import build_filter
 from .base import Service
+from .tiers import TIER_COLUMNS, tier_counts
 from .results import (
     DeleteNamespaceResult,
     IndexInfo,
@@ -55,7 +56,7 @@ class NamespaceService(Service):
 
         store = self._r.store()
         flt = build_filter(namespace=namespace)
-        table = store.scan_arrow(["content", "created_at"], flt)
+        table = store.scan_arrow(list(dict.fromkeys(["content", "created_at", *TIER_COLUMNS])), flt)
         total = table.num_rows
         by_namespace = {n.name: n.memory_count for n in store.namespaces()}
         if namespace is not None:
@@ -84,6 +85,7 @@ class NamespaceService(Service):
             embedding_model=store.model_id,
             embedding_dimensions=store.dim,
             storage_path=str(self._settings.path),
+            memories_by_tier=tier_counts(table, self._r.clock()),
             **_condition(store),
         )
 

@@ -274,6 +274,9 @@ class StatsResult(BaseModel):
     embedding_model: str
     embedding_dimensions: int
     storage_path: str
+    memories_by_tier: dict[str, int] = Field(
+        default_factory=dict, description="working, episodic, semantic, procedural (how each is used)."
+    )
     read_only: bool = False
     read_only_reason: str | None = None
     damaged_versions: list[int] = Field(default_factory=list)
@@ -388,6 +391,7 @@ class VisualNode(BaseModel):
     cluster: int
     importance: float
     highlighted: bool = False
+    tier: str | None = Field(None, description="working, episodic, semantic or procedural.")
 
 
 class VisualEdge(BaseModel):
@@ -487,6 +491,7 @@ class ConsolidationGroup(BaseModel):
         "(dry run), or skipped (the merged memory would break a size limit; nothing changed)."
     )
     reason: str | None = Field(None, description="Why a group was skipped.")
+    statement: str | None = Field(None, description="distill: the semantic memory the episodes become.")
 
 
 class ConsolidateResult(BaseModel):

@@ -14,6 +14,7 @@ from ..storage.records import MemoryRecord
 from ..text import render
 from .cache import VersionedCache
 from .results import VisualCluster, VisualEdge, VisualizeResult, VisualNode
+from .tiers import record_tiers
 
 EDGE_NEIGHBORS = 3
 MIN_EDGE_SIMILARITY = 0.3
@@ -130,6 +131,7 @@ class VisualizationService:
         except Exception as exc:
             raise VisualizationError(f"projection failed: {exc}") from exc
 
+        tiers = record_tiers(records, self._r.clock())
         nodes = [
             VisualNode(
                 id=r.id,
@@ -140,6 +142,7 @@ class VisualizationService:
                 cluster=int(labels[i]),
                 importance=round(float(r.importance), 4),
                 highlighted=r.id in highlights,
+                tier=tiers[i],
             )
             for i, r in enumerate(records)
         ]

@@ -127,10 +127,11 @@ def register(tools: ToolSet, a: Arguments) -> None:
             a.dedup_threshold, Field(description="Minimum cosine similarity between every two members of a group.")
         ] = 0.85,
         strategy: Annotated[
-            Literal["keep_newest", "keep_oldest", "keep_highest_importance", "merge_content"],
+            Literal["keep_newest", "keep_oldest", "keep_highest_importance", "merge_content", "distill"],
             Field(
                 description="Which memory survives: the newest, the oldest, the most important, or one merged "
-                "memory holding every distinct sentence of the group (merge_content)."
+                "memory holding every distinct sentence of the group (merge_content); distill: 3+ similar "
+                "episodes gain one semantic memory (their most central statement), the episodes stay."
             ),
         ] = "keep_highest_importance",
         dry_run: Annotated[bool, Field(description="Preview only (the default); pass false to apply.")] = True,

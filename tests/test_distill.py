@@ -1,0 +1,69 @@
+"""consolidate(strategy="distill") and memory tiers, through the Python SDK client."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import data
+
+pytestmark = pytest.mark.anyio
+
+EPISODES = [
+    "The nightly deploy failed because the staging database migration timed out",
+    "Again the nightly deploy failed because the staging database migration timed out",
+    "The nightly deploy failed: the staging database migration timed out",
+    "The nightly deploy failed because the staging database migration timed out once more",
+]
+OTHER = ["Alice likes green tea in the morning", "The office plants need water on Mondays"]
+
+
+async def seed(client, texts, session: str, namespace: str = "ops") -> list[str]:
+    ids = []
+    for i, text in enumerate(texts):
+        stored = data(
+            await client.call_tool(
+                "remember",
+                {"content": text, "namespace": namespace, "session_id": f"{session}-{i}", "memory_type": "conversation"},
+            )
+        )
+        ids.append(stored["id"])
+    return ids
+
+
+async def test_distill_turns_near_duplicate_episodes_into_one_semantic_memory(model_client):
+    client = model_client
+    episodes = await seed(client, EPISODES, "night")
+    await seed(client, OTHER, "misc")
+    await client.call_tool("remember", {"content": "The nightly deploy runs at 02:00", "namespace": "ops"})
+    args = {"namespace": "ops", "strategy": "distill", "similarity_threshold": 0.8}
+    preview = data(await client.call_tool("consolidate", args))
+    assert preview["dry_run"] is True and preview["memories_merged"] == 0
+    (group,) = preview["groups"]
+    assert sorted(group["member_ids"]) == sorted(episodes) and group["statement"] in EPISODES
+    assert data(await client.call_tool("stats", {}))["total_memories"] == 7  # a preview writes nothing
+
+    done = data(await client.call_tool("consolidate", {**args, "dry_run": False}))
+    (group,) = done["groups"]
+    assert done["memories_merged"] == 1 and done["memories_deleted"] == 0 and group["action_taken"] == "distilled"
+    semantic_id = group["representative_id"]
+    (memory,) = data(await client.call_tool("get_memories", {"memory_ids": [semantic_id]}))["memories"]
+    assert memory["content"] == group["statement"] and "distilled" in memory["tags"]
+    assert memory["provenance"]["via"] == "distill" and sorted(memory["provenance"]["derived_from"]) == sorted(episodes)
+    assert sorted(r["target_id"] for r in memory["relations"] if r["relation"] == "derived_from") == sorted(episodes)
+    kept = data(await client.call_tool("get_memories", {"memory_ids": episodes}))
+    assert kept["not_found"] == [] and all(m["current"] for m in kept["memories"])  # the episodes stay
+
+    again = data(await client.call_tool("consolidate", {**args, "dry_run": False}))
+    assert again["groups"] == [] and again["memories_merged"] == 0  # already distilled
+
+    tiers = data(await client.call_tool("stats", {}))["memories_by_tier"]
+    assert tiers == {"working": 0, "episodic": 6, "semantic": 2, "procedural": 0}
+    drawn = data(await client.call_tool("visualize", {"namespace": "ops", "format": "json"}))
+    by_id = {n["id"]: n["tier"] for n in drawn["nodes"]}
+    assert by_id[semantic_id] == "semantic" and by_id[episodes[0]] == "episodic"
+
+
+async def test_two_episodes_are_not_enough(client):
+    await seed(client, EPISODES[:2], "short")
+    result = data(await client.call_tool("consolidate", {"namespace": "ops", "strategy": "distill", "dry_run": False}))
+    assert result["groups"] == [] and result["memories_merged"] == 0
