@@ -132,4 +132,3 @@ def _plan(
         vector=np.asarray(central.vector, dtype=np.float32),  # the same text: the same vector
     )
     return record, (central, members)
-

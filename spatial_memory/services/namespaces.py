@@ -10,7 +10,6 @@ from ..errors import (
 )
 from ..storage.filters import build_filter
 from .base import Service
-from .tiers import TIER_COLUMNS, tier_counts
 from .results import (
     DeleteNamespaceResult,
     IndexInfo,
@@ -20,6 +19,7 @@ from .results import (
     StatsResult,
     timestamp,
 )
+from .tiers import TIER_COLUMNS, tier_counts
 
 
 def _directory_size(path) -> int:

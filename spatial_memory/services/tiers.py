@@ -50,10 +50,14 @@ def record_tiers(records: Sequence[MemoryRecord], now: datetime) -> list[str]:
     indexes = tier_indexes(
         np.array([r.memory_type for r in records], dtype=object),
         np.array([r.conversation.session_id is not None for r in records]),
-        np.array([r.source == "consolidated" or (r.provenance is not None and r.provenance.via == "distill") for r in records]),
+        np.array([_derived(r) for r in records]),
         np.array([as_utc(r.created_at).timestamp() for r in records]),
         np.array([as_utc(r.last_accessed).timestamp() for r in records]),
         np.array([r.access_count for r in records]),
         as_utc(now).timestamp(),
     )
     return tier_names(indexes)
+
+
+def _derived(record: MemoryRecord) -> bool:
+    return record.source == "consolidated" or (record.provenance is not None and record.provenance.via == "distill")
