@@ -74,45 +74,59 @@ def capture(event: p.HookEvent, spool: Spool, namespace: str, *, write: bool = T
     next hook reads those messages again (same ids: stored once) instead of skipping them."""
     project = str(project_root(event.cwd))
     with session_state(spool.dir, event.client, event.session_id) as state:
-        items = []
-        if event.kind == p.PROMPT and event.prompt:
-            items += from_text(redact(event.prompt), "user", occurred_at=now_iso())
-        elif event.kind in (p.TOOL_USE, p.FILE_EDIT, p.SHELL):
-            response = redact_value(_bounded(event.tool_response))
-            found = from_tool_use(event.tool_name, redact_value(event.tool_input), response, state, project)
-            for item in found:
-                item.ref = event.tool_use_id
-            items += found
-        elif event.kind == p.ASSISTANT_TEXT and event.text:
-            items += from_text(redact(event.text), "assistant", ref=event.tool_use_id, occurred_at=now_iso())
+        messages = []
         if event.kind in (p.PRE_COMPACT, p.STOP, p.SESSION_END) and event.transcript_path:
             from .transcript import read_since
 
             messages, state["transcript_offset"] = read_since(event.transcript_path, state["transcript_offset"])
-            for m in messages:
-                items += from_text(redact(m.text), m.speaker, ref=m.ref, occurred_at=m.timestamp)
-        remember_highlights(state, items)
-        if event.kind == p.SESSION_END:
-            summary = session_summary(state, namespace, now_iso()[:10])
-            if summary is not None:
-                items.append(summary)
-        for item in items:  # everything was redacted on the way in; this is the last line of defence
-            item.content = redact(item.content)
-        records = [
-            to_record(
-                item,
-                client=event.client,
-                client_version=event.client_version,
-                event=event.name,
-                session_id=event.session_id,
-                namespace=namespace,
-                tool_name=event.tool_name,
-            )
-            for item in items
-        ]
+        records = records_of(selected(event, state, project, namespace, messages), event, namespace)
         if write:
             spool.append(records)
     return records
+
+
+def selected(
+    event: p.HookEvent, state: dict, project: str, namespace: str, messages: Sequence = (), *, date: str | None = None
+) -> list:
+    """What one event (and the transcript messages read with it) leaves to remember, redacted; the
+    session's `state` updated; `date`: the session summary's (today). Shared by the hooks and by
+    backfill (capture/backfill.py)."""
+    items = []
+    if event.kind == p.PROMPT and event.prompt:
+        items += from_text(redact(event.prompt), "user", occurred_at=now_iso())
+    elif event.kind in (p.TOOL_USE, p.FILE_EDIT, p.SHELL):
+        response = redact_value(_bounded(event.tool_response))
+        found = from_tool_use(event.tool_name, redact_value(event.tool_input), response, state, project)
+        for item in found:
+            item.ref = event.tool_use_id
+        items += found
+    elif event.kind == p.ASSISTANT_TEXT and event.text:
+        items += from_text(redact(event.text), "assistant", ref=event.tool_use_id, occurred_at=now_iso())
+    for m in messages:
+        items += from_text(redact(m.text), m.speaker, ref=m.ref, occurred_at=m.timestamp)
+    remember_highlights(state, items)
+    if event.kind == p.SESSION_END:
+        summary = session_summary(state, namespace, date or now_iso()[:10])
+        if summary is not None:
+            items.append(summary)
+    for item in items:  # everything was redacted on the way in; this is the last line of defence
+        item.content = redact(item.content)
+    return items
+
+
+def records_of(items: list, event: p.HookEvent, namespace: str) -> list[dict]:
+    return [
+        to_record(
+            item,
+            client=event.client,
+            client_version=event.client_version,
+            event=event.name,
+            session_id=event.session_id,
+            namespace=namespace,
+            tool_name=event.tool_name,
+        )
+        for item in items
+    ]
 
 
 def store_directory(explicit: str | None = None) -> Path:
