@@ -105,9 +105,15 @@ def _workdir(transcript: Transcript, entries: list[dict[str, Any]], project: Pat
 
 
 def replay(
-    transcript: Transcript, *, project: Path | None = None, since: datetime | None = None, namespace: str | None = None
+    transcript: Transcript,
+    *,
+    project: Path | None = None,
+    since: datetime | None = None,
+    namespace: str | None = None,
+    routines: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """The spool records the hooks would have written for this transcript."""
+    """The spool records the hooks would have written for this transcript; `routines`: the command
+    routines of the transcripts replayed before it (updated)."""
     entries = list(_entries(transcript.path))
     cwd = _workdir(transcript, entries, project)
     if namespace is None:
@@ -159,7 +165,8 @@ def replay(
                 keep(selected(source, state, project_root, namespace), at, source)
     last = max(stamps) if stamps else fallback
     end = event(p.SESSION_END, "SessionEnd")
-    keep(selected(end, state, project_root, namespace, date=last[:10]), last, end)
+    found = selected(end, state, project_root, namespace, date=last[:10], routines={} if routines is None else routines)
+    keep(found, last, end)
     return records
 
 
@@ -219,8 +226,9 @@ def backfill(
     progress = progress or Progress(len(found))
     records = stored = 0
     batch: list[dict[str, Any]] = []
+    routines: dict[str, Any] = {}  # across this history, oldest session first, as the hooks saw them
     for done, transcript in enumerate(found, 1):
-        replayed = replay(transcript, project=project, since=since)
+        replayed = replay(transcript, project=project, since=since, routines=routines)
         records += len(replayed)
         batch += replayed
         while len(batch) >= BATCH:

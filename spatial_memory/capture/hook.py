@@ -24,7 +24,8 @@ from . import payloads as p
 from .namespace import project_namespace, project_root
 from .records import now_iso, to_record
 from .selection import from_text, from_tool_use, remember_highlights, session_summary
-from .session_state import session_state
+from .selection import routines as find_routines
+from .session_state import routines_seen, session_state
 from .spool import Spool
 
 INGEST_ENV = "SPATIAL_MEMORY_CAPTURE_INGEST"  # Settings.capture_ingest: false = no one ingests on their own
@@ -79,18 +80,30 @@ def capture(event: p.HookEvent, spool: Spool, namespace: str, *, write: bool = T
             from .transcript import read_since
 
             messages, state["transcript_offset"] = read_since(event.transcript_path, state["transcript_offset"])
-        records = records_of(selected(event, state, project, namespace, messages), event, namespace)
+        if event.kind == p.SESSION_END:
+            with routines_seen(spool.dir) as seen:
+                items = selected(event, state, project, namespace, messages, routines=seen)
+        else:
+            items = selected(event, state, project, namespace, messages)
+        records = records_of(items, event, namespace)
         if write:
             spool.append(records)
     return records
 
 
 def selected(
-    event: p.HookEvent, state: dict, project: str, namespace: str, messages: Sequence = (), *, date: str | None = None
+    event: p.HookEvent,
+    state: dict,
+    project: str,
+    namespace: str,
+    messages: Sequence = (),
+    *,
+    date: str | None = None,
+    routines: dict | None = None,
 ) -> list:
     """What one event (and the transcript messages read with it) leaves to remember, redacted; the
-    session's `state` updated; `date`: the session summary's (today). Shared by the hooks and by
-    backfill (capture/backfill.py)."""
+    session's `state` updated; `date`: the session summary's (today); `routines`: the routines of
+    earlier sessions, read at the session's end. Shared by the hooks and by backfill."""
     items = []
     if event.kind == p.PROMPT and event.prompt:
         items += from_text(redact(event.prompt), "user", occurred_at=now_iso())
@@ -109,6 +122,8 @@ def selected(
         summary = session_summary(state, namespace, date or now_iso()[:10])
         if summary is not None:
             items.append(summary)
+        if routines is not None:
+            items += find_routines(state, routines, event.session_id)
     for item in items:  # everything was redacted on the way in; this is the last line of defence
         item.content = redact(item.content)
     return items

@@ -25,6 +25,7 @@ STATUSES = ("live", "captured", "deprecated")
 # procedure proven over many runs outranks one that worked once.
 EVIDENCE_PRIOR = 2.0
 KEPT_FAILURES = 10
+KEPT_SEEN = 50
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,7 @@ class Procedure:
     deprecated_reason: str | None = None
     origin: str = "build_skill"  # or "capture"
     fingerprint: str | None = None  # what capture saw (the same fix seen again confirms it)
+    seen: tuple[str, ...] = ()  # the captures that confirmed it (each counted once)
 
     @property
     def success_rate(self) -> float:
@@ -111,6 +113,7 @@ class Procedure:
         body = asdict(self)
         body["steps"] = [s.as_dict() for s in self.steps]
         body["failures"] = [f.as_dict() for f in self.failures]
+        body["seen"] = list(self.seen)
         return {PROCEDURE_KEY: {k: v for k, v in body.items() if v is not None}}
 
     @classmethod
@@ -147,6 +150,7 @@ class Procedure:
             deprecated_reason=text("deprecated_reason"),
             origin=text("origin") or "build_skill",
             fingerprint=text("fingerprint"),
+            seen=tuple(i for i in body.get("seen") or [] if isinstance(i, str)),
         )
 
     def content(self) -> str:

@@ -8,13 +8,14 @@ and confined to namespaces like any other memory.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 from .. import validation as check
 from ..errors import MemoryNotFoundError, ValidationError
-from ..procedures.model import Failure, Procedure, Scored, Step, procedure_tags
+from ..procedures.model import KEPT_SEEN, Failure, Procedure, Scored, Step, procedure_tags
 from ..procedures.skill_file import SkillFile, skill_file, skill_name
 from ..storage.filters import build_filter
 from ..storage.records import MemoryRecord, NewMemory, Provenance, iso
@@ -28,11 +29,16 @@ from .procedure_results import (
     StepItem,
 )
 
+log = logging.getLogger(__name__)
+
 MEMORY_TYPE = "procedure"
 # Below this cosine similarity to the task a procedure is not about it (bundled model, on the
 # procedures of tests/test_procedures.py: unrelated tasks measured -0.10-0.18, paraphrases 0.25-0.79).
 MIN_SIMILARITY = 0.2
 MAX_STEPS = 50
+# What a procedure the hooks proposed starts from: one run that half worked (a live procedure
+# built by a model from a trajectory says its own outcome_score).
+CAPTURED_SCORE = 0.3
 MAX_LABEL = 64
 MAX_TEXT = 2_000
 SEARCH_WIDTH = 4  # procedures read per one asked for, before reliability reorders them
@@ -159,12 +165,68 @@ class ProcedureService(Service):
             self._rewrite(store, record, retired, provenance or Provenance(via="deprecate_skill"))
         return DeprecateSkillResult(procedure_id=record.id, status="deprecated", reason=reason)
 
-    def confirm(self, store, record: MemoryRecord, procedure: Procedure, provenance: Provenance) -> Procedure:
-        """A captured procedure seen to work again (the same fix in another session): one more
-        successful run, which makes it live. Called under the store's write lock."""
-        ran = procedure.ran(True, self._r.clock(), None)
-        self._rewrite(store, record, ran, provenance)
-        return ran
+    def capture_proposals(self, proposals: Sequence[dict[str, Any]]) -> int:
+        """Procedures the hooks proposed (capture/selection.py), as spool records with a `procedure`:
+        a new one is stored captured (low confidence, under the record's deterministic id); one whose
+        fingerprint a procedure of the namespace already has is that procedure seen to work again -
+        one more successful run, which makes a captured procedure live. A record already counted
+        (backfill run twice, a claim retried) changes nothing. Returns how many were stored or
+        confirmed."""
+        from ..capture.store import provenance as capture_provenance
+
+        store = self._r.store()
+        changed = 0
+        with store.exclusive():
+            known: dict[tuple[str, str], tuple[MemoryRecord, Procedure]] = {}
+            for namespace in {p["namespace"] for p in proposals}:
+                for record, procedure in self.procedures(namespace):
+                    if procedure.fingerprint:
+                        known[(namespace, procedure.fingerprint)] = (record, procedure)
+            for proposal in proposals:
+                body = proposal["procedure"]
+                key = (proposal["namespace"], str(body.get("fingerprint") or ""))
+                origin = capture_provenance(proposal)
+                if key in known:
+                    record, procedure = known[key]
+                    if proposal["id"] == record.id or proposal["id"] in procedure.seen:
+                        continue
+                    if record.vector is None:  # listed without it; a new version keeps it
+                        record = store.get(record.id, with_vector=True) or record
+                    ran = replace(procedure.ran(True, self._r.clock(), None), seen=(*procedure.seen, proposal["id"]))
+                    ran = replace(ran, seen=ran.seen[-KEPT_SEEN:])
+                    known[key] = (self._rewrite(store, record, ran, origin), ran)
+                elif store.get(proposal["id"]) is None:
+                    record = self._proposal_record(proposal, origin)
+                    if record is not None:
+                        store.add([record])
+                        known[key] = (record, Procedure.from_metadata(record.metadata))
+                    else:
+                        continue
+                else:
+                    continue
+                changed += 1
+        return changed
+
+    def _proposal_record(self, proposal: dict[str, Any], origin: Provenance) -> MemoryRecord | None:
+        body = proposal["procedure"]
+        steps = [Step.from_dict(s) for s in body.get("steps") or []]
+        try:
+            procedure = self.new_procedure(
+                steps,
+                outcome_score=CAPTURED_SCORE,
+                domain=str(body.get("domain") or "coding"),
+                trigger_pattern=body.get("trigger_pattern"),
+                name=body.get("name"),
+                status="captured",
+                origin="capture",
+                fingerprint=str(body.get("fingerprint") or "") or None,
+            )
+            record = self.procedure_record(procedure, proposal["namespace"], origin)
+        except ValidationError as exc:
+            log.warning("dropping a captured procedure %s: %s", proposal["id"], exc.message)
+            return None
+        record.id = proposal["id"]
+        return record
 
     def _procedure(self, store, procedure_id: str) -> tuple[MemoryRecord, Procedure]:
         record = store.get(procedure_id, with_vector=True)
@@ -175,16 +237,14 @@ class ProcedureService(Service):
             )
         return record, procedure
 
-    def _rewrite(self, store, record: MemoryRecord, procedure: Procedure, provenance: Provenance) -> None:
+    def _rewrite(self, store, record: MemoryRecord, procedure: Procedure, provenance: Provenance) -> MemoryRecord:
         metadata = check.metadata({**record.metadata, **procedure.as_metadata()}, self._settings)
         now = self._r.clock()
         origin = provenance.but(session_id=record.conversation.session_id)
-        store.rewrite(
-            replace(record, metadata=metadata, version=record.version + 1, updated_at=now, provenance=origin),
-            record,
-            self._settings.max_versions,
-        )
+        new = replace(record, metadata=metadata, version=record.version + 1, updated_at=now, provenance=origin)
+        store.rewrite(new, record, self._settings.max_versions)
         self._r.upkeep.poke()
+        return new
 
     # ---- reading ------------------------------------------------------------------------
 
