@@ -121,3 +121,26 @@ def test_precision_on_the_held_out_labelled_histories():
 
     result = score()
     assert result["precision"] >= 0.8 and result["recall"] >= 0.8, result["totals"]
+
+
+def test_procedures_and_skills_stay_in_a_principals_namespaces(app):
+    """On a team server each principal's App reaches the store through its confined view: another
+    team's procedures are not found, not served as skills, and cannot be run or deprecated."""
+    from spatial_memory.auth.scope import NamespaceScope
+    from spatial_memory.errors import MemoryNotFoundError, PermissionDeniedError
+    from spatial_memory.procedures.model import Step
+
+    alice = app.for_scope(NamespaceScope.of("alice", ["team-a"]))
+    bob = app.for_scope(NamespaceScope.of("bob", ["team-b"]))
+    steps = [Step("Run the migrations"), Step("Restart the workers")]
+    built = alice.procedures.build_skill(steps, outcome_score=0.9, domain="devops", namespace="team-a")
+    assert [p.procedure_id for p in alice.procedures.how_to("Run the migrations").procedures] == [built.procedure_id]
+    assert len(alice.procedures.skills()) == 1
+    assert bob.procedures.how_to("Run the migrations").procedures == []
+    assert bob.procedures.skills() == [] and bob.procedures.skill(alice.procedures.skills()[0].name) is None
+    with pytest.raises(MemoryNotFoundError):
+        bob.procedures.execute_skill(built.procedure_id, success=False)
+    with pytest.raises(MemoryNotFoundError):
+        bob.procedures.deprecate_skill(built.procedure_id, reason="not ours")
+    with pytest.raises(PermissionDeniedError):
+        bob.procedures.build_skill(steps, outcome_score=0.9, domain="devops", namespace="team-a")
