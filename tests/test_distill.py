@@ -23,7 +23,12 @@ async def seed(client, texts, session: str, namespace: str = "ops") -> list[str]
         stored = data(
             await client.call_tool(
                 "remember",
-                {"content": text, "namespace": namespace, "session_id": f"{session}-{i}", "memory_type": "conversation"},
+                {
+                    "content": text,
+                    "namespace": namespace,
+                    "session_id": f"{session}-{i}",
+                    "memory_type": "conversation",
+                },
             )
         )
         ids.append(stored["id"])
@@ -61,6 +66,8 @@ async def test_distill_turns_near_duplicate_episodes_into_one_semantic_memory(mo
     drawn = data(await client.call_tool("visualize", {"namespace": "ops", "format": "json"}))
     by_id = {n["id"]: n["tier"] for n in drawn["nodes"]}
     assert by_id[semantic_id] == "semantic" and by_id[episodes[0]] == "episodic"
+    drawn = data(await client.call_tool("visualize", {"namespace": "ops", "format": "svg"}))
+    assert 'data-tier="semantic"' in drawn["output"] and "[episodic] " in drawn["output"]
 
 
 async def test_two_episodes_are_not_enough(client):
