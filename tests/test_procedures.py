@@ -125,3 +125,20 @@ async def test_a_procedure_is_a_memory_exported_and_secret_free(client, tmp_path
     assert "ghp_" not in got["content"] and "ghp_" not in str(got["metadata"])
     assert got["expires_at"] is None
     assert data(await client.call_tool("stats", {}))["memories_by_tier"]["procedural"] == 1
+
+
+async def test_a_procedure_survives_export_and_import(client):
+    built = await build(client, IMPORT_FIX)
+    await client.call_tool("execute_skill", {"procedure_id": built["procedure_id"], "success": True})
+    exported = data(await client.call_tool("export_memories", {"output_path": "procs.json", "namespace": "default"}))
+    assert exported["memories_exported"] == 1
+    await client.call_tool("forget", {"memory_id": built["procedure_id"]})
+    imported = data(
+        await client.call_tool(
+            "import_memories", {"source_path": "procs.json", "dry_run": False, "namespace_override": "restored"}
+        )
+    )
+    assert imported["memories_imported"] == 1, imported
+    found = data(await client.call_tool("how_to", {"task": IMPORT_FIX["trigger_pattern"], "namespace": "restored"}))
+    (procedure,) = found["procedures"]
+    assert procedure["executions"] == 1 and procedure["success_rate"] == pytest.approx((0.9 + 1) / 2)
