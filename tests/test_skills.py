@@ -90,3 +90,28 @@ async def test_unknown_skills_are_invalid_params(client):
         with pytest.raises(MCPError) as refused:
             await request(client, "skills/get", {"uri": uri})
         assert refused.value.error.code == mcp_types.INVALID_PARAMS
+
+
+async def test_a_legacy_session_is_told_when_the_skills_change(settings, fake_embedder):
+    """On a 2025-11-25 session the server advertises resources.listChanged and sends
+    notifications/resources/list_changed after a tool changed a procedure (a 2026-07-28 session
+    gets change notifications only on subscriptions/listen streams, which this server does not serve)."""
+    from mcp import Client
+
+    from spatial_memory.server.app import create_server
+
+    seen: list[str] = []
+
+    async def handler(message) -> None:
+        method = getattr(getattr(message, "root", message), "method", None)
+        if method:
+            seen.append(method)
+
+    server = create_server(settings, embedder=fake_embedder)
+    async with Client(server, mode="legacy", message_handler=handler) as client:
+        assert client.server_capabilities.resources.list_changed is True
+        built = data(await client.call_tool("build_skill", BUILD))
+        await client.call_tool("execute_skill", {"procedure_id": built["procedure_id"], "success": True})
+        bad = await client.call_tool("execute_skill", {"procedure_id": "nope", "success": True})
+        assert bad.is_error
+    assert seen.count("notifications/resources/list_changed") == 2, seen
