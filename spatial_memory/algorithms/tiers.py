@@ -24,7 +24,7 @@ _DAY = 86_400.0
 
 
 def tier_indexes(
-    memory_type: np.ndarray,
+    kinds: dict[str, np.ndarray],
     in_session: np.ndarray,
     derived: np.ndarray,
     created_s: np.ndarray,
@@ -32,19 +32,20 @@ def tier_indexes(
     access_count: np.ndarray,
     now_s: float,
 ) -> np.ndarray:
-    """Each memory's tier as an index into TIERS. `memory_type`: strings; `in_session`: it has a
-    session; `derived`: distilled or consolidated from others; times in seconds since the epoch."""
-    memory_type = np.asarray(memory_type, dtype=object)
-    tiers = np.full(memory_type.shape[0], SEMANTIC, dtype=np.int8)
-    episodic = ((memory_type == "conversation") | np.asarray(in_session, dtype=bool)) & ~np.asarray(derived, bool)
+    """Each memory's tier as an index into TIERS. `kinds`: per memory type (conversation, context,
+    procedure) which memories have it; `in_session`: it has a session; `derived`: distilled or
+    consolidated from others; times in seconds since the epoch."""
+    is_ = {kind: np.asarray(kinds[kind], dtype=bool) for kind in ("conversation", "context", "procedure")}
+    tiers = np.full(is_["procedure"].shape[0], SEMANTIC, dtype=np.int8)
+    episodic = (is_["conversation"] | np.asarray(in_session, dtype=bool)) & ~np.asarray(derived, bool)
     tiers[episodic] = EPISODIC
     active = (
         (now_s - np.asarray(created_s, dtype=np.float64) < RECENT_DAYS * _DAY)
         & (np.asarray(access_count) > ACTIVE_ACCESSES)
         & (now_s - np.asarray(accessed_s, dtype=np.float64) < ACTIVE_DAYS * _DAY)
     )
-    tiers[(memory_type == "context") | active] = WORKING
-    tiers[memory_type == "procedure"] = PROCEDURAL
+    tiers[is_["context"] | active] = WORKING
+    tiers[is_["procedure"]] = PROCEDURAL
     return tiers
 
 

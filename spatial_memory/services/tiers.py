@@ -12,10 +12,9 @@ import numpy as np
 from ..algorithms.tiers import TIERS, tier_indexes, tier_names
 from ..storage.records import MemoryRecord, as_utc
 
-# The columns tiers are read from.
-TIER_COLUMNS = ["memory_type", "session_id", "source", "provenance", "created_at", "last_accessed", "access_count"]
-# How a distilled memory's provenance reads in its stored JSON (storage/schema.py: json.dumps).
-_DISTILLED = '"via": "distill"'
+# The columns tiers are read from. Distilled memories have source "consolidated" like every
+# consolidated one (services/distillation.py): no need to read each row's provenance JSON.
+TIER_COLUMNS = ["memory_type", "session_id", "source", "created_at", "last_accessed", "access_count"]
 
 
 def tier_counts(table, now: datetime) -> dict[str, int]:
@@ -24,14 +23,14 @@ def tier_counts(table, now: datetime) -> dict[str, int]:
 
     if table.num_rows == 0:
         return dict.fromkeys(TIERS, 0)
-    provenance = pc.fill_null(table.column("provenance"), "")
-    derived = pc.or_(
-        pc.equal(pc.fill_null(table.column("source"), ""), "consolidated"),
-        pc.match_substring(provenance, _DISTILLED),
-    )
+    derived = pc.equal(pc.fill_null(table.column("source"), ""), "consolidated")
     seconds = lambda name: pc.cast(table.column(name), "int64").to_numpy(zero_copy_only=False) / 1e6  # noqa: E731
+    memory_type = pc.fill_null(table.column("memory_type"), "fact")
+    kinds = {
+        k: pc.equal(memory_type, k).to_numpy(zero_copy_only=False) for k in ("conversation", "context", "procedure")
+    }
     indexes = tier_indexes(
-        np.array(pc.fill_null(table.column("memory_type"), "fact").to_pylist(), dtype=object),
+        kinds,
         pc.is_valid(table.column("session_id")).to_numpy(zero_copy_only=False),
         derived.to_numpy(zero_copy_only=False),
         seconds("created_at"),
@@ -47,8 +46,9 @@ def record_tiers(records: Sequence[MemoryRecord], now: datetime) -> list[str]:
     """Each record's tier, in order."""
     if not records:
         return []
+    types = [r.memory_type for r in records]
     indexes = tier_indexes(
-        np.array([r.memory_type for r in records], dtype=object),
+        {k: np.array([t == k for t in types]) for k in ("conversation", "context", "procedure")},
         np.array([r.conversation.session_id is not None for r in records]),
         np.array([_derived(r) for r in records]),
         np.array([as_utc(r.created_at).timestamp() for r in records]),
@@ -60,4 +60,4 @@ def record_tiers(records: Sequence[MemoryRecord], now: datetime) -> list[str]:
 
 
 def _derived(record: MemoryRecord) -> bool:
-    return record.source == "consolidated" or (record.provenance is not None and record.provenance.via == "distill")
+    return record.source == "consolidated"
