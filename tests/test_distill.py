@@ -74,3 +74,35 @@ async def test_two_episodes_are_not_enough(client):
     await seed(client, EPISODES[:2], "short")
     result = data(await client.call_tool("consolidate", {"namespace": "ops", "strategy": "distill", "dry_run": False}))
     assert result["groups"] == [] and result["memories_merged"] == 0
+
+
+def test_tier_rules():
+    import numpy as np
+
+    from spatial_memory.algorithms.tiers import tier_indexes, tier_names
+
+    day = 86_400.0
+    now = 100 * day
+    types = ["fact", "conversation", "conversation", "context", "procedure", "fact", "fact", "fact"]
+    kinds = {k: np.array([t == k for t in types]) for k in ("conversation", "context", "procedure")}
+    names = tier_names(
+        tier_indexes(
+            kinds,
+            in_session=np.array([False, True, True, False, False, True, False, False]),
+            derived=np.array([False, False, True, False, False, False, False, False]),
+            created_s=np.array([now - 2 * day] * 7 + [now - 60 * day]),
+            accessed_s=np.array([now - day] * 8),
+            access_count=np.array([0, 0, 0, 0, 9, 0, 5, 9]),
+            now_s=now,
+        )
+    )
+    assert names == [
+        "semantic",  # a stated fact
+        "episodic",  # a conversation turn
+        "semantic",  # distilled from episodes
+        "working",  # today's context
+        "procedural",  # a procedure, however used
+        "episodic",  # a fact placed in a session
+        "working",  # recalled 5 times this week, created 2 days ago
+        "semantic",  # recalled often, but created 60 days ago
+    ]
