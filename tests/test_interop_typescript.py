@@ -495,7 +495,7 @@ def test_advertised_resources_and_prompts_work(node, tmp_path):
     with sample arguments, and namespace and tag arguments complete - all without the TypeScript
     client throwing. The server runs the `core` tool profile (SPATIAL_MEMORY_TOOLS): it lists only
     those tools, names no other in its instructions, and a tool outside it is an unknown tool."""
-    from spatial_memory.tools.profiles import CORE
+    from spatial_memory.tool_profiles import CORE
 
     store = new_store(tmp_path, "store")
     with TsClient(node, server_spec(store, SPATIAL_MEMORY_TOOLS="core"), tmp_path / "driver.log") as client:

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from spatial_memory.config import Settings, describe_settings_error
-from spatial_memory.tools.profiles import CORE, TOOL_NAMES
+from spatial_memory.tool_profiles import CORE, TOOL_NAMES
 
 from .conftest import HashEmbedder, data
 
