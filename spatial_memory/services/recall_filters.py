@@ -19,23 +19,23 @@ from ..limits import MAX_NAMESPACE_CHARS, MAX_TAGS
 from ..storage.filters import Filter, both, build_filter, current_at, end_of_day_if_date
 from ..storage.records import as_utc
 
-NamespaceFilter = Annotated[str, MAX_NAMESPACE_CHARS, Field(description="Only this namespace.")] | None
+NamespaceFilter = Annotated[str, MAX_NAMESPACE_CHARS] | None
 Filters = Annotated[
     dict[str, Any] | None,
     Field(
-        description="{field: value} or {field: {op: value}}, all must hold; op: eq ne gt gte lt lte in nin "
-        "contains; field: a result field (tags, importance, created_at...) or metadata.<key>."
+        description="{field: value or {op: value}}, all must hold; op: eq ne gt gte lt lte in nin contains; "
+        "field: a result field or metadata.<key>"
     ),
 ]
-TagFilter = Annotated[list[str], MAX_TAGS, Field(description="Only memories with any of these tags.")] | None
-MinSimilarity = Annotated[float, Field(ge=0, le=1, description="Least cosine similarity.")]
-Since = Annotated[datetime | None, Field(description="Only memories that happened then or later.")]
+TagFilter = Annotated[list[str], MAX_TAGS, Field(description="Any of these.")] | None
+MinSimilarity = Annotated[float, Field(ge=0, le=1)]
+Since = datetime | None
 Until = Annotated[
     datetime | None,
     BeforeValidator(end_of_day_if_date),
-    Field(description="Only memories that happened then or earlier (a date: that whole day)."),
+    Field(description="Happened then or earlier; a date: that whole day."),
 ]
-AsOf = Annotated[datetime | None, Field(description="Answer as of then: the versions current at that time.")]
+AsOf = Annotated[datetime | None, Field(description="As things stood then.")]
 
 
 class Scope(TypedDict, total=False):

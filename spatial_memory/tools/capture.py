@@ -19,8 +19,8 @@ async def setup_hooks(
     ctx: Context,
     scope: Literal["user", "project"] = "user",
 ) -> Annotated[CallToolResult, SetupHooksResult]:
-    """Show the hooks and MCP entry (user or project settings) that make a client capture memories by itself
-    (edits, failures and fixes, decisions; secrets redacted). Writes nothing: the user runs write_command."""
+    """The client hooks that capture memories automatically (edits, fixes, decisions); the user runs
+    write_command."""
     return await call(ctx, lambda app: _setup(app, client, scope))
 
 

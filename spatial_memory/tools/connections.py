@@ -18,15 +18,15 @@ from ..services.results import (
 )
 from .calls import DESTRUCTIVE, READ_ONLY, call, provenance
 from .registry import tool
-from .types import Limit, MemoryId, Similarity
+from .types import Limit, MemoryId, Similarity, Text, Unlisted
 
 LINKING = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
-Relation = Annotated[str, Field(min_length=1, max_length=MAX_RELATION_CHARS)]
+Relation = Annotated[str, Unlisted(MAX_RELATION_CHARS)]
 
 
 @tool(READ_ONLY)
 async def health(ctx: Context, verbose: bool = False) -> Annotated[CallToolResult, HealthResult]:
-    """Server health: status (healthy, degraded, unhealthy), ready, alive; verbose lists each check. Cheap."""
+    """Server status, ready, alive. Cheap."""
     return await call(ctx, lambda app: app.health.health(verbose=verbose))
 
 
@@ -38,7 +38,7 @@ async def discover_connections(
     min_similarity: Similarity = 0.5,
     exclude_same_namespace: bool = False,
 ) -> Annotated[CallToolResult, DiscoverConnectionsResult]:
-    """Memories in any namespace related to one memory, by meaning and shared terms, best first."""
+    """Related memories in any namespace, by meaning and shared terms."""
     return await call(
         ctx,
         lambda app: app.connections.discover_connections(
@@ -50,14 +50,12 @@ async def discover_connections(
 @tool(READ_ONLY)
 async def corpus_bridges(
     ctx: Context,
-    namespaces: Annotated[
-        list[Annotated[str, Field(min_length=1), MAX_NAMESPACE_CHARS]], Field(min_length=2, max_length=100)
-    ]
+    namespaces: Annotated[list[Annotated[Text, MAX_NAMESPACE_CHARS]], Field(min_length=2, max_length=100)]
     | None = None,
     min_similarity: Similarity = 0.8,
     max_bridges: Annotated[int, Field(ge=1, le=MAX_BRIDGES)] = 50,
 ) -> Annotated[CallToolResult, CorpusBridgesResult]:
-    """Pairs of close memories in different namespaces (all, or these), closest first."""
+    """Close pairs of memories across namespaces."""
     return await call(
         ctx,
         lambda app: app.connections.corpus_bridges(
@@ -74,8 +72,7 @@ async def relate(
     ctx: Context,
     weight: Annotated[float, Field(gt=0.0, le=1.0)] | None = None,
 ) -> Annotated[CallToolResult, RelateResult]:
-    """Link two memories by a directed relation (source -> target), free text such as caused, supports,
-    contradicts, part_of; weight defaults to 1. recall's expand follows it."""
+    """Link two memories by a named relation (caused, supports, part_of...); recall's expand follows it."""
     origin = provenance(ctx, "relate")
     return await call(
         ctx, lambda app: app.connections.relate(source_id, target_id, relation, weight=weight, provenance=origin)
@@ -86,7 +83,7 @@ async def relate(
 async def unrelate(
     source_id: MemoryId, target_id: MemoryId, ctx: Context, relation: Relation | None = None
 ) -> Annotated[CallToolResult, UnrelateResult]:
-    """Remove the relations from source to target (only `relation`, if given)."""
+    """Remove relations from source to target."""
     return await call(ctx, lambda app: app.connections.unrelate(source_id, target_id, relation))
 
 

@@ -12,7 +12,7 @@ from ..limits import MAX_GROUPS
 from ..services.results import ConsolidateResult, DecayResult, ExtractResult, ReinforceResult
 from .calls import ADDITIVE, DESTRUCTIVE, call, provenance
 from .registry import tool
-from .types import Content, DedupThreshold, DryRun, MemoryId, Namespace, NamespaceFilter, Similarity
+from .types import Content, DedupThreshold, MemoryId, Namespace, NamespaceFilter, Similarity
 
 
 @tool(DESTRUCTIVE)
@@ -23,12 +23,10 @@ async def decay(
     half_life_days: Annotated[float, Field(ge=1, le=365)] = 30.0,
     min_importance: Annotated[float, Field(ge=0.0, le=0.5)] = 0.1,
     access_weight: Similarity = 0.3,
-    dry_run: DryRun = True,
+    dry_run: bool = True,
 ) -> Annotated[CallToolResult, DecayResult]:
-    """Lower the importance of memories unused for a while, by age since last access (or creation), never
-    below min_importance; again later it follows the curve instead of compounding. Curves: exponential
-    (halves every half-life), linear (0 at two), step (halves at each), fsrs (long tail). Use slows decay:
-    half-life x (1 + access_weight * ln(1 + access_count)). Preview by default."""
+    """Lower the importance of memories unused for long (by time since last access; access_weight: use
+    slows it)."""
     return await call(
         ctx,
         lambda app: app.lifecycle.decay(
@@ -50,8 +48,7 @@ async def reinforce(
     boost_amount: Similarity = 0.1,
     update_access: bool = True,
 ) -> Annotated[CallToolResult, ReinforceResult]:
-    """Raise the importance of memories that proved useful: old + amount, old * (1 + amount), or set to
-    amount (clamped to 0-1); update_access counts a use. Unknown ids are listed in not_found."""
+    """Raise the importance of useful memories: + amount, * (1 + amount), or set to amount."""
     return await call(
         ctx,
         lambda app: app.lifecycle.reinforce(
@@ -69,10 +66,8 @@ async def extract(
     deduplicate: bool = True,
     dedup_threshold: DedupThreshold = 0.9,
 ) -> Annotated[CallToolResult, ExtractResult]:
-    """Find memorable statements in text (decisions, definitions, solutions, errors, facts, preferences,
-    requirements, explicit notes...) and store each: source "extracted", its pattern as tag, importance =
-    confidence, metadata.extraction with the position. deduplicate skips statements already stored or
-    repeated (cosine >= dedup_threshold)."""
+    """Store a text's memorable statements (decisions, facts, preferences, errors, solutions...),
+    importance = confidence."""
     origin = provenance(ctx, "extract")
     return await call(
         ctx,
@@ -95,12 +90,11 @@ async def consolidate(
     strategy: Literal["keep_newest", "keep_oldest", "keep_highest_importance", "merge_content"] = (
         "keep_highest_importance"
     ),
-    dry_run: DryRun = True,
+    dry_run: bool = True,
     max_groups: Annotated[int, Field(ge=1, le=MAX_GROUPS)] = 50,
 ) -> Annotated[CallToolResult, ConsolidateResult]:
-    """Merge groups of near-duplicate memories (every pair >= similarity_threshold) of a namespace into the
-    one strategy keeps (merge_content: one memory with every distinct sentence). Statements differing in a
-    number, date, unit or negation never group. Preview by default; applying is one commit."""
+    """Merge near-duplicates in a namespace (every pair >= similarity_threshold) into the one strategy
+    keeps; differing numbers or negations never merge."""
     origin = provenance(ctx, "consolidate")
     return await call(
         ctx,

@@ -55,11 +55,10 @@ async def remember(
     supersedes: Annotated[list[MemoryId], MAX_BATCH] | None = None,
     on_duplicate: OnDuplicate = "store",
 ) -> Annotated[CallToolResult, RememberResult]:
-    """Store a memory; returns its id and similar_existing (stored near-duplicates, likely contradictions).
-    Namespaces separate projects. A conversation turn: session_id (+ speaker, occurred_at; sequence orders
-    it, default last). memory_type: fact (never expires, default), conversation (expires after days), context
-    (expires tonight); expires_at overrides. pinned: recall always lists it first. A changed fact: supersedes
-    the old ids (kept in history), or update_memory."""
+    """Store a memory; returns its id and similar_existing (near-duplicates, contradictions; on_duplicate:
+    store, skip or supersede them). Conversation turns: session_id, speaker, occurred_at, sequence.
+    memory_type: fact (default), conversation (expires in days), context (today). pinned: recall lists it
+    first. supersedes: ids it replaces."""
     item = MemoryInput.model_construct(
         content=content,
         namespace=namespace,
@@ -86,8 +85,7 @@ async def remember_batch(
     ctx: Context,
     on_duplicate: OnDuplicate = "store",
 ) -> Annotated[CallToolResult, RememberBatchResult]:
-    """Store many memories (items take remember's fields) all or nothing: one invalid item stores none.
-    Reports similar_existing per item."""
+    """Store memories (items: remember's fields) all or nothing; similar_existing per item."""
     items = [m.new_memory() for m in memories]
     origin = provenance(ctx, "remember_batch")
     return await call(ctx, lambda app: app.memory.remember_batch(items, on_duplicate=on_duplicate, provenance=origin))
@@ -95,7 +93,7 @@ async def remember_batch(
 
 @tool(READ_ONLY)
 async def get_memories(memory_ids: MemoryIds, ctx: Context) -> Annotated[CallToolResult, GetMemoriesResult]:
-    """Memories by id, whole: provenance, type, expiry, pinned, version count; superseded ones marked."""
+    """Whole memories by id, with provenance, expiry and versions."""
     return await call(ctx, lambda app: app.revisions.get_memories(memory_ids))
 
 
@@ -111,8 +109,7 @@ async def update_memory(
     memory_type: MemoryType = None,
     expires_at: datetime | None = None,
 ) -> Annotated[CallToolResult, UpdateMemoryResult]:
-    """Change a memory in place (new content is embedded again; metadata is replaced); omitted fields stay.
-    The previous version is kept (memory_history)."""
+    """Change a memory; omitted fields stay, the old version is kept (memory_history)."""
     origin = provenance(ctx, "update")
     changes = {"expires_at": expires_at} if expires_at is not None else {}
     return await call(
@@ -137,7 +134,7 @@ async def memory_history(
     ctx: Context,
     limit: Annotated[int, Field(ge=1, le=MAX_HISTORY)] = 20,
 ) -> Annotated[CallToolResult, MemoryHistoryResult]:
-    """A memory's versions, newest first: what it said, when, and what replaced it."""
+    """A memory's versions, newest first."""
     return await call(ctx, lambda app: app.revisions.memory_history(memory_id, limit=limit))
 
 
@@ -145,7 +142,7 @@ async def memory_history(
 async def forget(
     ctx: Context, memory_id: MemoryId | None = None, **where: Unpack[Scope]
 ) -> Annotated[CallToolResult, ForgetResult]:
-    """Delete a memory by id (not_found lists it if absent), or every memory matching namespace and filters."""
+    """Delete a memory by id (not_found names it if absent), or all matching namespace and filters."""
     return await call(ctx, lambda app: app.memory.forget(memory_id, **where))
 
 
@@ -153,7 +150,7 @@ async def forget(
 async def forget_batch(
     memory_ids: Annotated[list[MemoryId], Field(min_length=1)], ctx: Context
 ) -> Annotated[CallToolResult, ForgetResult]:
-    """Delete memories by id; returns the ids deleted and those not_found."""
+    """Delete memories by id."""
     return await call(ctx, lambda app: app.memory.forget_batch(memory_ids))
 
 

@@ -17,7 +17,7 @@ from .types import Namespace, NamespaceFilter
 async def stats(
     ctx: Context, namespace: NamespaceFilter = None, include_index_details: bool = True
 ) -> Annotated[CallToolResult, StatsResult]:
-    """Store statistics: counts per namespace, size on disk, indexes, fragments, date range."""
+    """Store statistics: counts, size on disk, indexes, dates."""
     return await call(
         ctx, lambda app: app.namespaces.stats(namespace=namespace, include_index_details=include_index_details)
     )
@@ -25,7 +25,7 @@ async def stats(
 
 @tool(READ_ONLY)
 async def namespaces(ctx: Context, include_stats: bool = True) -> Annotated[CallToolResult, NamespacesResult]:
-    """List namespaces with memory counts and date ranges."""
+    """Namespaces with memory counts."""
     return await call(ctx, lambda app: app.namespaces.namespaces(include_stats=include_stats))
 
 
@@ -33,7 +33,7 @@ async def namespaces(ctx: Context, include_stats: bool = True) -> Annotated[Call
 async def delete_namespace(
     namespace: Namespace, ctx: Context, confirm: bool = False, dry_run: bool = True
 ) -> Annotated[CallToolResult, DeleteNamespaceResult]:
-    """Delete every memory in a namespace. Preview with dry_run=true (the default); deleting needs confirm=true."""
+    """Delete a namespace's memories (needs confirm=true)."""
     return await call(ctx, lambda app: app.namespaces.delete_namespace(namespace, confirm=confirm, dry_run=dry_run))
 
 
@@ -41,7 +41,7 @@ async def delete_namespace(
 async def rename_namespace(
     old_namespace: Namespace, new_namespace: Namespace, ctx: Context
 ) -> Annotated[CallToolResult, RenameNamespaceResult]:
-    """Move every memory of a namespace to a new namespace name, all at once."""
+    """Move a namespace's memories to a new name."""
     return await call(ctx, lambda app: app.namespaces.rename_namespace(old_namespace, new_namespace))
 
 

@@ -6,15 +6,14 @@ from typing import Annotated, Literal
 
 from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
-from pydantic import Field
 
 from ..limits import MAX_PATH_CHARS
 from ..services.results import ExportResult, ImportResult
 from .calls import ADDITIVE, DESTRUCTIVE, call, provenance
 from .registry import tool
-from .types import DedupThreshold, DryRun, NamespaceFilter
+from .types import DedupThreshold, NamespaceFilter, Unlisted
 
-Path = Annotated[str, Field(min_length=1, max_length=MAX_PATH_CHARS)]
+Path = Annotated[str, Unlisted(MAX_PATH_CHARS)]
 FileFormat = Literal["parquet", "json", "csv"] | None
 
 
@@ -26,9 +25,8 @@ async def export_memories(
     namespace: NamespaceFilter = None,
     include_vectors: bool | None = None,
 ) -> Annotated[CallToolResult, ExportResult]:
-    """Export memories (all, or a namespace) to a .parquet, .json or .csv file (format defaults from the
-    extension) in an allowed export directory (default <data dir>/exports; relative paths start there),
-    atomically, replacing the file. Vectors included by default except in csv."""
+    """Write memories (all, or a namespace) to a .parquet, .json or .csv file in an allowed export
+    directory."""
     return await call(
         ctx,
         lambda app: app.portability.export_memories(
@@ -47,13 +45,10 @@ async def import_memories(
     dedup_threshold: DedupThreshold = 0.95,
     validate: bool = True,
     regenerate_embeddings: bool = False,
-    dry_run: DryRun = True,
+    dry_run: bool = True,
 ) -> Annotated[CallToolResult, ImportResult]:
-    """Import a .parquet, .json or .csv file (ours or the reference implementation's) from an allowed import
-    directory, all or nothing; ids, timestamps, tags, metadata and counts are kept. Preview (dry_run) by
-    default. validate: an invalid record fails all (else skipped and reported). deduplicate skips records
-    >= dedup_threshold similar within their namespace. regenerate_embeddings: needed if the file has no
-    vectors. namespace_override puts all in one namespace."""
+    """Import a .parquet, .json or .csv file (ours or the reference's) from an allowed directory, all
+    or nothing. validate=false skips invalid records; regenerate_embeddings if it has no vectors."""
     origin = provenance(ctx, "import")
     return await call(
         ctx,

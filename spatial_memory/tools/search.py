@@ -26,11 +26,9 @@ async def recall(
     expand: Annotated[int, Field(ge=0, le=MAX_EXPAND)] = 0,
     **where: Unpack[RecallFilters],
 ) -> Annotated[CallToolResult, RecallResult]:
-    """Find the memories that best answer the query, best first, by meaning and keywords (the conversation
-    around keyword hits counts); the namespace's pinned memories come first. similarity is cosine to the
-    query. hybrid_alpha: 1 = meaning only, 0 = keywords only (default balanced). context: also each hit's
-    session neighbours, this many each side. expand: also up to this many memories linked to the hits
-    (relations, co-recall, conversation), with their path."""
+    """Find memories answering a query, best first, by meaning and keywords; pinned ones first.
+    hybrid_alpha: 1 = meaning only, 0 = keywords only. context: n conversation neighbours per hit. expand:
+    up to n more memories linked to the hits."""
     return await call(
         ctx,
         lambda app: app.search.recall(
@@ -47,9 +45,8 @@ async def hybrid_recall(
     limit: Limit = 5,
     **where: Unpack[RecallFilters],
 ) -> Annotated[CallToolResult, HybridRecallResult]:
-    """recall's ranking with an explicit alpha (1 = meaning only, 0 = keywords only) and each hit's scores:
-    vector_score (cosine; null if found by keywords only), fts_score (BM25 relative to the best keyword hit)
-    and score (the order)."""
+    """recall with an explicit alpha (1 = meaning, 0 = keywords) and each hit's vector_score (cosine),
+    fts_score (BM25 relative to the best) and score."""
     return await call(ctx, lambda app: app.search.hybrid_recall(query, alpha=alpha, limit=limit, **where))
 
 
@@ -57,7 +54,7 @@ async def hybrid_recall(
 async def nearby(
     memory_id: MemoryId, ctx: Context, limit: Limit = 5, namespace: NamespaceFilter = None
 ) -> Annotated[CallToolResult, NearbyResult]:
-    """Find the memories closest to a given memory."""
+    """The memories closest to a memory."""
     return await call(ctx, lambda app: app.search.nearby(memory_id, limit=limit, namespace=namespace))
 
 

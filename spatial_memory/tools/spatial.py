@@ -25,8 +25,7 @@ async def journey(
     neighbors_per_step: Annotated[int, Field(ge=1, le=10)] = 3,
     include_positions: bool = False,
 ) -> Annotated[CallToolResult, JourneyResult]:
-    """The memories along the straight (spherical) path between two memories: the concepts connecting two
-    ideas. path_coverage: fraction of steps with a memory at cosine >= 0.6."""
+    """Memories along the path between two memories: what connects two ideas."""
     return await call(
         ctx,
         lambda app: app.spatial.journey(
@@ -50,9 +49,8 @@ async def wander(
     namespace: NamespaceFilter = None,
     random_seed: int | None = None,
 ) -> Annotated[CallToolResult, WanderResult]:
-    """Random walk for serendipity, from start_id, the memory nearest seed text, or a random one; never
-    revisits. Each move picks among the 10 nearest (temperature 0 = always the most similar, 1 = near
-    uniform)."""
+    """Random walk from start_id, the memory nearest seed, or anywhere; temperature 0 takes the closest
+    step."""
     return await call(
         ctx,
         lambda app: app.spatial.wander(
@@ -74,7 +72,7 @@ async def regions(
     max_clusters: Annotated[int, Field(ge=1, le=1000)] | None = None,
     include_members: bool = False,
 ) -> Annotated[CallToolResult, RegionsResult]:
-    """Topic clusters (HDBSCAN), each with keywords, a representative and samples."""
+    """Topic clusters (HDBSCAN) with keywords and samples."""
     return await call(
         ctx,
         lambda app: app.spatial.regions(
@@ -97,8 +95,7 @@ async def visualize(
     max_memories: Annotated[int, Field(ge=1, le=MAX_MAP_MEMORIES)] = 500,
     highlight_ids: Annotated[list[MemoryId], Field(max_length=MAX_HIGHLIGHTS)] | None = None,
 ) -> Annotated[CallToolResult, VisualizeResult]:
-    """Map memories (given ids, or a namespace) in 2-D/3-D (UMAP) as json, a Mermaid flowchart or SVG:
-    colour = cluster, size = importance."""
+    """Map of memories (ids, or a namespace) as json, Mermaid or SVG (UMAP; colour = cluster)."""
     # The first map in a process loads its code (scipy too above 500 memories): say so while it runs.
     app = ctx.request_context.lifespan_context
     note = None if app.visualization.projection_ready else "loading the UMAP layout code for a first map"
