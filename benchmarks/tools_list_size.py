@@ -28,7 +28,6 @@ async def measure(profile: str, store: Path) -> dict[str, Any]:
 
     from spatial_memory.config import Settings
     from spatial_memory.server.app import create_server
-
     from spatial_memory.tools.budget import BUDGET_TOKENS, model_visible_chars, tokens
 
     settings = Settings(path=store, preload=False, tools=profile)

@@ -505,7 +505,8 @@ def test_advertised_resources_and_prompts_work(node, tmp_path):
         assert set(re.findall(r"`(\w+)`", client.connected["instructions"])) <= set(CORE)
         outside = client.step({"call": "stats", "arguments": {}})
         assert outside["ok"] and outside["result"]["isError"], outside
-        assert json.loads(outside["result"]["content"][0]["text"])["message"] == "Unknown tool: stats"
+        message = json.loads(outside["result"]["content"][0]["text"])["message"]
+        assert message == f"Unknown tool: stats; tools: {', '.join(CORE)}", message
         seeded = client.step({"call": "remember_batch", "arguments": {"memories": seed_memories()}})
         memory_id = succeeded(seeded)["ids"][0]
         checked: list[str] = []

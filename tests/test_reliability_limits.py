@@ -40,7 +40,9 @@ async def test_content_and_batch_limits(tmp_path):
         schemas = {t.name: t.input_schema for t in (await client.list_tools()).tools}
         assert schemas["remember"]["properties"]["content"]["maxLength"] == 1000
         assert schemas["remember_batch"]["properties"]["memories"]["maxItems"] == 10
-        assert schemas["remember_batch"]["$defs"]["MemoryInput"]["properties"]["content"]["maxLength"] == 1000
+        assert (
+            schemas["remember_batch"]["properties"]["memories"]["items"]["properties"]["content"]["maxLength"] == 1000
+        )
         assert not (await client.call_tool("remember", {"content": "x" * 1000})).is_error
         too_long = _error(await client.call_tool("remember", {"content": "x" * 1001}))
         assert too_long["error"] == "ValidationError" and "1000" in too_long["message"], too_long
