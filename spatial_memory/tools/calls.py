@@ -161,7 +161,8 @@ async def call(ctx: Context, fn: Work, *, progress: str | None = None) -> CallTo
 
     With `progress`, the client gets a progress notification every second until it finishes."""
     # The caller's view: a team server's principal gets an App confined to its namespaces.
-    app: Services = ctx.request_context.lifespan_context.for_scope(current_scope())
+    server_app: Any = ctx.request_context.lifespan_context  # server/app.py's App
+    app: Services = server_app.for_scope(current_scope())
     upkeep = app.resources.upkeep
     upkeep.call_started()  # background bookkeeping waits for a pause between calls
     try:
@@ -195,7 +196,8 @@ async def _call(app: Services, ctx: Context, fn: Work, progress: str | None) -> 
 
 
 def _bounded(out: CallToolResult, limit: int) -> CallToolResult:
-    size = len(out.content[0].text.encode("utf-8", "surrogatepass"))
+    text = out.content[0]
+    size = len(text.text.encode("utf-8", "surrogatepass")) if isinstance(text, TextContent) else 0
     if size <= limit:
         return out
     return failure(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
@@ -97,7 +97,7 @@ async def visualize(
 ) -> Annotated[CallToolResult, VisualizeResult]:
     """Map of memories (ids, or a namespace) as json, Mermaid or SVG (UMAP; colour = cluster)."""
     # The first map in a process loads its code (scipy too above 500 memories): say so while it runs.
-    app = ctx.request_context.lifespan_context
+    app: Any = ctx.request_context.lifespan_context
     note = None if app.visualization.projection_ready else "loading the UMAP layout code for a first map"
     return await call(
         ctx,

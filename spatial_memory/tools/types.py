@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
@@ -43,11 +43,8 @@ class Unlisted:
     max_length: int | None = None
 
     def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
-        schema = handler(source)
-        schema["min_length"] = 1  # type: ignore[typeddict-unknown-key]
-        if self.max_length is not None:
-            schema["max_length"] = self.max_length  # type: ignore[typeddict-unknown-key]
-        return schema
+        limits = {"min_length": 1} if self.max_length is None else {"min_length": 1, "max_length": self.max_length}
+        return cast(CoreSchema, {**handler(source), **limits})
 
     def __get_pydantic_json_schema__(self, core_schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
         schema = handler(core_schema)
