@@ -66,8 +66,8 @@ async def extract(
     deduplicate: bool = True,
     dedup_threshold: DedupThreshold = 0.9,
 ) -> Annotated[CallToolResult, ExtractResult]:
-    """Store a text's memorable statements (decisions, facts, preferences, errors, solutions...),
-    importance = confidence."""
+    """Store a text's memorable statements (decisions, facts, preferences, errors...), importance =
+    confidence."""
     origin = provenance(ctx, "extract")
     return await call(
         ctx,

@@ -57,8 +57,8 @@ async def remember(
 ) -> Annotated[CallToolResult, RememberResult]:
     """Store a memory; returns its id and similar_existing (near-duplicates, contradictions; on_duplicate:
     store, skip or supersede them). Conversation turns: session_id, speaker, occurred_at, sequence.
-    memory_type: fact (default), conversation (expires in days), context (today). pinned: recall lists it
-    first. supersedes: ids it replaces."""
+    memory_type: fact (default), conversation (expires in days), context (expires today). pinned: recall
+    lists it first. supersedes: ids it replaces."""
     item = MemoryInput.model_construct(
         content=content,
         namespace=namespace,

@@ -17,7 +17,7 @@ from .types import Namespace, NamespaceFilter
 async def stats(
     ctx: Context, namespace: NamespaceFilter = None, include_index_details: bool = True
 ) -> Annotated[CallToolResult, StatsResult]:
-    """Store statistics: counts, size on disk, indexes, dates."""
+    """Store statistics: counts, size, indexes, dates."""
     return await call(
         ctx, lambda app: app.namespaces.stats(namespace=namespace, include_index_details=include_index_details)
     )
@@ -33,7 +33,7 @@ async def namespaces(ctx: Context, include_stats: bool = True) -> Annotated[Call
 async def delete_namespace(
     namespace: Namespace, ctx: Context, confirm: bool = False, dry_run: bool = True
 ) -> Annotated[CallToolResult, DeleteNamespaceResult]:
-    """Delete a namespace's memories (needs confirm=true)."""
+    """Delete a namespace's memories: needs dry_run=false and confirm=true."""
     return await call(ctx, lambda app: app.namespaces.delete_namespace(namespace, confirm=confirm, dry_run=dry_run))
 
 
