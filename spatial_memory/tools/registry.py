@@ -14,7 +14,7 @@ import inspect
 import types
 from collections import Counter
 from collections.abc import Callable, Iterator
-from typing import Annotated, Any, TypeVar, Union, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from annotated_types import MaxLen
 from mcp.server.mcpserver.tools import Tool
@@ -86,7 +86,7 @@ def resolve(hint: Any, settings: Any) -> Any:
         return Annotated[(resolve(inner, settings), *limits)]
     if isinstance(hint, type) and issubclass(hint, BaseModel):
         return _model(hint, settings)
-    if not args or origin is None or str(origin) == "typing.Literal":
+    if not args or origin is None or origin is Literal:
         return hint
     resolved = tuple(resolve(arg, settings) for arg in args)
     if origin in (Union, types.UnionType):
