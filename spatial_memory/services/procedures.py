@@ -15,6 +15,9 @@ from typing import Any
 
 from .. import validation as check
 from ..errors import MemoryNotFoundError, ValidationError
+from ..limits import MAX_PROCEDURE_LABEL as MAX_LABEL
+from ..limits import MAX_PROCEDURE_TEXT as MAX_TEXT
+from ..limits import MAX_TRAJECTORY_STEPS as MAX_STEPS
 from ..procedures.model import KEPT_SEEN, Failure, Procedure, Scored, Step, procedure_tags
 from ..procedures.skill_file import SkillFile, skill_file, skill_name
 from ..storage.filters import build_filter
@@ -35,12 +38,9 @@ MEMORY_TYPE = "procedure"
 # Below this cosine similarity to the task a procedure is not about it (bundled model, on the
 # procedures of tests/test_procedures.py: unrelated tasks measured -0.10-0.18, paraphrases 0.25-0.79).
 MIN_SIMILARITY = 0.2
-MAX_STEPS = 50
 # What a procedure the hooks proposed starts from: one run that half worked (a live procedure
 # built by a model from a trajectory says its own outcome_score).
 CAPTURED_SCORE = 0.3
-MAX_LABEL = 64
-MAX_TEXT = 2_000
 SEARCH_WIDTH = 4  # procedures read per one asked for, before reliability reorders them
 
 

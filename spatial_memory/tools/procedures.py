@@ -1,7 +1,6 @@
-"""Procedures: how tasks are done, learned from trajectories that worked and from every run since.
+"""Procedures: how tasks are done, learned from trajectories that worked and from every run since."""
 
-Module-level typed functions: the signature is the input schema, the docstring the description.
-"""
+from __future__ import annotations
 
 from typing import Annotated, Any
 
@@ -9,37 +8,40 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..limits import MAX_ID_CHARS, MAX_QUERY_CHARS, MAX_RESULTS
+from ..limits import MAX_PROCEDURE_LABEL, MAX_PROCEDURE_TEXT, MAX_TRAJECTORY_STEPS
 from ..services.procedure_results import BuildSkillResult, DeprecateSkillResult, ExecuteSkillResult, HowToResult
-from ..services.procedures import MAX_LABEL, MAX_STEPS, MAX_TEXT
 from .calls import ADDITIVE, CHANGING, READ_ONLY, call, provenance
-from .registry import ToolSet
+from .registry import tool
+from .types import Limit, MemoryId, Namespace, NamespaceFilter, Query, Unlisted
 
-Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT)]
-Label = Annotated[str, Field(min_length=1, max_length=MAX_LABEL)]
-ProcedureId = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
-Namespace = Annotated[str, Field(min_length=1)]
+Note = Annotated[str, Unlisted(MAX_PROCEDURE_TEXT)]
+Name = Annotated[str, Unlisted(MAX_PROCEDURE_LABEL)]
 
 
 class TrajectoryStep(BaseModel):
+    # One step of a trajectory (unknown keys refused). No docstring: it would be the items'
+    # description in build_skill's schema.
     model_config = ConfigDict(extra="forbid")
-    action: Text
-    tool: Label | None = None
+
+    action: Note
+    tool: Name | None = None
     parameters: dict[str, Any] | None = None
-    result: Text | None = None
+    result: Note | None = None
 
 
+@tool(ADDITIVE)
 async def build_skill(
-    trajectory: Annotated[list[TrajectoryStep], Field(min_length=1, max_length=MAX_STEPS)],
-    outcome_score: Annotated[float, Field(ge=0.0, le=1.0)],
-    domain: Annotated[Label, Field(description="e.g. coding, devops, research.")],
+    trajectory: Annotated[list[TrajectoryStep], Field(min_length=1, max_length=MAX_TRAJECTORY_STEPS)],
+    outcome_score: Annotated[float, Field(ge=0, le=1)],
+    domain: Name,
     ctx: Context,
-    trigger_pattern: Annotated[Text | None, Field(description="When to use it.")] = None,
-    name: Label | None = None,
+    trigger_pattern: Note | None = None,
+    name: Name | None = None,
     namespace: Namespace = "default",
 ) -> Annotated[CallToolResult, BuildSkillResult]:
-    """Store the steps that accomplished a task as a reusable procedure, served to clients as a skill.
-    how_to finds procedures for a task; report each later run with execute_skill."""
+    """Store the steps that did a task as a procedure, served to clients as a skill. domain: a short label
+    (coding, devops...); trigger_pattern: when to use it. Find them with how_to; report runs with
+    execute_skill."""
     from ..procedures.model import Step
 
     steps = [Step(s.action, s.tool, s.parameters, s.result) for s in trajectory]
@@ -58,12 +60,13 @@ async def build_skill(
     )
 
 
+@tool(READ_ONLY)
 async def how_to(
-    task: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)],
+    task: Query,
     ctx: Context,
-    domain: Label | None = None,
-    namespace: Namespace | None = None,
-    limit: Annotated[int, Field(ge=1, le=MAX_RESULTS)] = 5,
+    domain: Name | None = None,
+    namespace: NamespaceFilter = None,
+    limit: Limit = 5,
     include_deprecated: bool = False,
 ) -> Annotated[CallToolResult, HowToResult]:
     """Procedures for a task, best first: by match to the task and success rate over their runs."""
@@ -75,13 +78,14 @@ async def how_to(
     )
 
 
+@tool(CHANGING)
 async def execute_skill(
-    procedure_id: ProcedureId,
+    procedure_id: MemoryId,
     success: bool,
     ctx: Context,
-    error: Text | None = None,
-    failed_step: Annotated[int | None, Field(ge=1)] = None,
-    context: Text | None = None,
+    error: Note | None = None,
+    failed_step: Annotated[int, Field(ge=1)] | None = None,
+    context: Note | None = None,
 ) -> Annotated[CallToolResult, ExecuteSkillResult]:
     """Record a run of a procedure; failures become pitfalls. Returns its success_rate and executions."""
     origin = provenance(ctx, "execute_skill")
@@ -93,8 +97,9 @@ async def execute_skill(
     )
 
 
+@tool(CHANGING)
 async def deprecate_skill(
-    procedure_id: ProcedureId, reason: Text, ctx: Context
+    procedure_id: MemoryId, reason: Note, ctx: Context
 ) -> Annotated[CallToolResult, DeprecateSkillResult]:
     """Retire a procedure: kept in history, hidden from how_to and skills."""
     origin = provenance(ctx, "deprecate_skill")
@@ -115,8 +120,4 @@ async def _skills_changed(ctx: Context, fn: Any) -> CallToolResult:
     return result
 
 
-def register(tools: ToolSet, _arguments: Any = None) -> None:
-    tools.tool(ADDITIVE)(build_skill)
-    tools.tool(READ_ONLY)(how_to)
-    tools.tool(CHANGING)(execute_skill)
-    tools.tool(CHANGING)(deprecate_skill)
+TOOLS = (build_skill, how_to, execute_skill, deprecate_skill)
