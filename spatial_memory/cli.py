@@ -316,7 +316,7 @@ def serve(**overrides) -> None:
 
     limit_arenas()  # before any thread starts
     if settings.transport == "http":
-        from .transport.http import serve_http
+        from .server.http import serve_http
 
         return serve_http(settings)
     from .transport import stdio_pipes

@@ -183,6 +183,19 @@ def one_of(name: str, value: Any, allowed: Sequence[str]) -> str:
     return value
 
 
+MAX_RELATION_CHARS = 64
+
+
+def relation_label(value: str) -> str:
+    """A relation's label: free text, trimmed, inner whitespace collapsed, lower case."""
+    label = " ".join(str(value).split()).lower()
+    if not label:
+        raise ValidationError("relation is empty: name it, e.g. caused, supports, contradicts, part_of")
+    if len(label) > MAX_RELATION_CHARS:
+        raise ValidationError(f"relation is longer than {MAX_RELATION_CHARS} characters: use a short label")
+    return label
+
+
 MAX_LABEL_CHARS = 256  # session_id, speaker
 
 

@@ -91,7 +91,7 @@ def _open(store_path: Path) -> Any:
     from ..config import Settings
     from ..runtime.imports import import_heavy_modules
     from ..runtime.resources import Resources
-    from ..server.app import App
+    from ..app import App
 
     import_heavy_modules()
     return App(Resources(Settings(path=store_path, preload=False)))

@@ -111,7 +111,7 @@ class SpoolIngester:
 def run_ingester(settings: Any) -> int:
     """`spatial-memory ingest`: store everything spooled, then exit (unless a server does it)."""
     from ..runtime.resources import Resources
-    from ..server.app import App
+    from ..app import App
 
     spool = Spool(settings.local_dir)
     total = 0

@@ -230,7 +230,6 @@ MAX_RELATIONS_PER_RECORD = 1_000
 
 
 def _relations(value: Any, now: datetime) -> list[OutgoingRelation]:
-    from ..services.connections import relation_label
 
     if value is None or value == "":
         return []
@@ -243,7 +242,7 @@ def _relations(value: Any, now: datetime) -> list[OutgoingRelation]:
         if not isinstance(item, dict) or _uuid(item.get("target_id")) is None:
             raise _Problem("relations", "each relation needs a target_id (a memory id)", item)
         try:
-            label = relation_label(item.get("relation") if isinstance(item.get("relation"), str) else "")
+            label = check.relation_label(item.get("relation") if isinstance(item.get("relation"), str) else "")
         except ValidationError as exc:
             raise _Problem("relations", exc.message, item) from None
         weight = item.get("weight", 1.0)

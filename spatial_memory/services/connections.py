@@ -12,6 +12,7 @@ from ..errors import MemoryNotFoundError, ValidationError
 from ..storage.filters import build_filter
 from ..storage.records import Provenance
 from ..storage.relations import Relation
+from ..validation import relation_label
 from .base import Service
 from .results import (
     Bridge,
@@ -26,7 +27,6 @@ from .results import (
     timestamp,
 )
 
-MAX_RELATION_CHARS = 64
 # How much shared terms add to a connection's score: cosine overlap of the two term sets times this.
 TERM_WEIGHT = 0.25
 # Candidates each search contributes to discover_connections, per connection asked for.
@@ -35,16 +35,6 @@ DEPTH_PER_RESULT = 4
 BRIDGE_BLOCK = 1024
 # ... and at most this many similarities per block (256 MB of float32), whatever the corpus size.
 BRIDGE_BLOCK_CELLS = 1 << 26
-
-
-def relation_label(value: str) -> str:
-    """A relation's label: free text, trimmed, inner whitespace collapsed, lower case."""
-    label = " ".join(str(value).split()).lower()
-    if not label:
-        raise ValidationError("relation is empty: name it, e.g. caused, supports, contradicts, part_of")
-    if len(label) > MAX_RELATION_CHARS:
-        raise ValidationError(f"relation is longer than {MAX_RELATION_CHARS} characters: use a short label")
-    return label
 
 
 def relation_item(r: Relation) -> RelationItem:

@@ -44,7 +44,7 @@ def refusal(settings: Settings) -> str | None:
 def build_app(settings: Settings, **server_options):
     """The Starlette app serving MCP at /mcp (plus the OAuth metadata routes when configured)."""
     from ..auth.setup import authorization
-    from ..server.app import create_server
+    from .app import create_server
 
     verifier, auth = authorization(settings)
     server = create_server(settings, auth=auth, token_verifier=verifier, **server_options)
