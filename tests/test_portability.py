@@ -700,3 +700,53 @@ async def test_a_home_of_an_unknown_user_is_a_path_error(source_settings):
         for tool, argument in (("import_memories", "source_path"), ("export_memories", "output_path")):
             result = await client.call_tool(tool, {argument: "~no-such-user-here/x.json"})
             assert_error(result, "PathSecurityError", "unknown_home")
+
+
+# ---- all or nothing ----------------------------------------------------------------------------
+
+
+def side_rows(settings: Settings) -> dict[str, int]:
+    """Rows in each table of the store holding any, read straight from LanceDB."""
+    import lancedb
+
+    db = lancedb.connect(str(settings.db_path))
+    counts = {name: db.open_table(name).count_rows() for name in db.list_tables().tables}
+    return {name: rows for name, rows in counts.items() if rows}
+
+
+@pytest.mark.parametrize("failing", ["relate", "add"])
+async def test_an_import_that_fails_between_its_writes_leaves_nothing(tmp_path, source_settings, monkeypatch, failing):
+    """An import writes three tables (history, relations, memories); a failure in the second or
+    third write restores the ones already written, so the store is as it was."""
+    from spatial_memory.errors import StorageError
+
+    async with server(source_settings) as client:
+        a = (await ok(client, "remember", {"content": "the decision to use postgres"}))["id"]
+        b = (await ok(client, "remember", {"content": "benchmarks favour postgres"}))["id"]
+        await ok(client, "update_memory", {"memory_id": b, "content": "benchmarks clearly favour postgres"})
+        old = (await ok(client, "remember", {"content": "standup is on mondays"}))["id"]
+        await ok(client, "remember", {"content": "standup is on wednesdays", "supersedes": [old]})
+        await ok(client, "relate", {"source_id": b, "target_id": a, "relation": "supports"})
+        exported = await ok(client, "export_memories", {"output_path": "all.json"})
+        assert exported["versions_exported"] == 2 and exported["relations_exported"] == 1
+    target = target_settings(tmp_path, source_settings)
+    real = getattr(MemoryStore, failing)
+
+    def fail(self, *args, **kwargs):
+        raise StorageError("the disk is full (injected)")
+
+    async with server(target) as client:
+        await ok(client, "remember", {"content": "a memory the target had before"})
+        before = side_rows(target)
+        monkeypatch.setattr(MemoryStore, failing, fail)
+        result = await client.call_tool("import_memories", {"source_path": "all.json", "dry_run": False})
+        assert_error(result, "StorageError")
+        assert side_rows(target) == before  # history and relations written before the failure are gone
+        assert (await ok(client, "stats", {}))["total_memories"] == 1
+        gone = await client.call_tool("memory_history", {"memory_id": old})
+        assert gone.is_error  # the closed memory's history is not there
+        # Nothing stands in the way of the same import once the store works again.
+        monkeypatch.setattr(MemoryStore, failing, real)
+        done = await ok(client, "import_memories", {"source_path": "all.json", "dry_run": False})
+        assert done["memories_imported"] == 3 and done["versions_imported"] == 2 and done["relations_imported"] == 1
+        assert len((await ok(client, "memory_history", {"memory_id": old}))["versions"]) == 1

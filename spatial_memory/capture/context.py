@@ -88,10 +88,10 @@ def parts_for(parts: list[str], app: Any, namespace: str, session_id: str, promp
 
 
 def _open(store_path: Path) -> Any:
+    from ..app import App
     from ..config import Settings
     from ..runtime.imports import import_heavy_modules
     from ..runtime.resources import Resources
-    from ..app import App
 
     import_heavy_modules()
     return App(Resources(Settings(path=store_path, preload=False)))

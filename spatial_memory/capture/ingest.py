@@ -110,8 +110,8 @@ class SpoolIngester:
 
 def run_ingester(settings: Any) -> int:
     """`spatial-memory ingest`: store everything spooled, then exit (unless a server does it)."""
-    from ..runtime.resources import Resources
     from ..app import App
+    from ..runtime.resources import Resources
 
     spool = Spool(settings.local_dir)
     total = 0
