@@ -1,6 +1,6 @@
 """hybrid_recall (and recall's hybrid_alpha): LanceDB native full-text index + vector search,
-fused by weighted reciprocal rank fusion. Through a real MCP client session unless the store
-itself is the subject."""
+fused by algorithms/ranking.py (alpha x scaled similarity + (1 - alpha) x scaled keyword score).
+Through a real MCP client session unless the store itself is the subject."""
 
 from __future__ import annotations
 

@@ -509,7 +509,7 @@ class HybridMemoryItem(MemoryItem):
         description="BM25 keyword score divided by the best keyword score for this query (1.0 = best keyword "
         "match, 0-1); null when the memory did not match by keyword.",
     )
-    score: float = Field(description="Weighted reciprocal-rank-fusion score the results are ordered by.")
+    score: float = Field(description="What the results are ordered by: alpha x scaled similarity + (1 - alpha) x scaled keyword score, plus cues.")
 
 
 class HybridRecallResult(BaseModel):
