@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from . import locomo
-from .hybrid_locomo import CachedEmbedder
+from spatial_memory.evaluation import locomo
+from spatial_memory.evaluation.embedding_cache import CachedEmbedder
 
 TUNE = ("conv-26", "conv-30", "conv-41")
 SCORE = ("conv-42", "conv-43")

@@ -59,8 +59,7 @@ from typing import Any
 import numpy as np
 
 from spatial_memory.algorithms import ranking
-
-from . import locomo
+from spatial_memory.evaluation import locomo
 
 MAIN = (1, 2, 3, 4)
 METRICS = ("recall@5", "recall@10", "ndcg@10", "mrr@10")

@@ -31,7 +31,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # every service wired once: what the server and capture share
     ("app",),
     ("capture",),
-    ("tools",),
+    # quality measurements the benchmarks and tests share (the server never imports them)
+    ("tools", "evaluation"),
     ("server",),
     ("cli",),
     ("__main__",),
@@ -166,6 +167,18 @@ def test_no_import_runs_up_a_layer():
             if source_unit in LEAVES or layer(target_unit) >= layer(source_unit):
                 upward.append(f"{source} -> {target}  ({source_unit or 'root'} -> {target_unit or 'root'})")
     assert not upward, "imports that run up (or across) a layer:\n" + "\n".join(upward)
+
+
+def test_tests_do_not_import_the_benchmarks():
+    """What tests and benchmarks share lives in the package (spatial_memory/evaluation) or tests/."""
+    found = []
+    for path in sorted((PACKAGE.parent / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            found += [f"{path.name}: {name}" for name in names if name.split(".")[0] == "benchmarks"]
+    assert not found, found
 
 
 def test_the_check_sees_every_kind_of_import(tmp_path):
