@@ -13,6 +13,7 @@ import pytest
 
 from spatial_memory.config import Settings
 
+
 class HashEmbedder:
     """Deterministic bag-of-words hashing embedder for plumbing tests (not for quality)."""
 

@@ -11,9 +11,8 @@ import pytest
 from mcp import Client
 
 from spatial_memory.config import Settings
-from spatial_memory.server import create_server
-
 from spatial_memory.evaluation import locomo
+from spatial_memory.server import create_server
 
 from .conftest import data
 
