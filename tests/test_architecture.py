@@ -20,6 +20,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # pure text rules; process primitives: heavy imports, BLAS threads, the heap, exiting, cancellation
     ("text", "runtime.imports", "runtime.blas", "runtime.heap", "runtime.shutdown", "transport.cancellation"),
     ("config",),
+    # docs/SETTINGS.md, generated from config.py's field descriptions
+    ("settings_doc",),
     # the opening answers and the stdio pipes; the models
     ("transport", "embeddings", "storage.filters"),
     # a principal's namespaces, as filters (the confined store applies them)
