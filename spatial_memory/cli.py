@@ -141,7 +141,7 @@ def _settings_help() -> str:
         "  SPATIAL_MEMORY_EXPORT_DIRS      directories export_memories may write to, and\n"
         "  SPATIAL_MEMORY_IMPORT_DIRS      import_memories may read from (JSON lists;\n"
         "                                  default: <store>/exports)\n"
-        'every setting: the "Settings" section of the README'
+        "every setting: docs/SETTINGS.md"
     )
 
 

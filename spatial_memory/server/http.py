@@ -36,7 +36,7 @@ def refusal(settings: Settings) -> str | None:
     if not is_loopback(settings.host) and not settings.authorization_configured:
         return (
             f"refusing to listen on {settings.host} without authorization: set SPATIAL_MEMORY_TOKENS_FILE "
-            "or SPATIAL_MEMORY_OAUTH_ISSUER (see the README's Team server), or use --host 127.0.0.1"
+            "or SPATIAL_MEMORY_OAUTH_ISSUER (see docs/TEAM.md), or use --host 127.0.0.1"
         )
     return None
 
