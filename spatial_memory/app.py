@@ -35,6 +35,7 @@ class App:
         with self._scoped_lock:
             app = self._scoped.pop(scope, None)
             if app is None:
+                # Only a team server's principals need it (it reads the MCP SDK's auth context).
                 from .auth.principal import ScopedResources
 
                 app = App(ScopedResources(self.resources, scope))  # type: ignore[arg-type]

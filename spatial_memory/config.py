@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # Stores on object storage, served through LanceDB's own object-store support.
@@ -269,7 +269,7 @@ class Settings(BaseSettings):
 
     @property
     def handshake_cache_dir(self) -> Path:
-        import platformdirs
+        import platformdirs  # as in default_data_dir: only when asked
 
         return platformdirs.user_cache_path("spatial-memory-mcp", appauthor=False)
 
@@ -322,8 +322,6 @@ def _directory(path: Path) -> Path:
 
 def describe_settings_error(exc: Exception) -> str:
     """One line naming the bad setting(s), for stderr at start-up."""
-    from pydantic import ValidationError
-
     if isinstance(exc, ValidationError):
         parts = []
         for err in exc.errors():

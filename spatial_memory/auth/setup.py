@@ -27,6 +27,7 @@ def authorization(settings: Settings) -> tuple[Any, Any]:
     when neither is configured (a localhost server with full access)."""
     if not settings.authorization_configured:
         return None, None
+    # What follows only for a server with authorization: a localhost server never loads it.
     from mcp.server.auth.settings import AuthSettings
 
     verifiers: list[Any] = []

@@ -28,6 +28,7 @@ GRAPH_VERSION = 1
 def build_bert_mean_pooling_onnx(model_dir: Path, output_path: Path) -> None:
     """Write an ONNX model with inputs input_ids/attention_mask (int64, [batch, seq])
     and output `pooled` (float32, [batch, hidden])."""
+    # onnx and safetensors only while a graph is built (once per install), never when one is loaded.
     import onnx
     from onnx import TensorProto, helper, numpy_helper
     from safetensors.numpy import load_file

@@ -17,6 +17,8 @@ import anyio
 
 from .. import __version__
 from ..app import App
+from ..capture.context_server import ContextServer
+from ..capture.ingest import SpoolIngester
 from ..config import Settings
 from ..runtime.resources import Embedder, Resources
 from ..tools import build_tools
@@ -55,9 +57,6 @@ def _capture_ingester(app: App):
     """Store what client hooks spool (capture/), within a second of their writing it."""
     if not app.resources.settings.capture_ingest:
         return None
-    from ..capture.context_server import ContextServer
-    from ..capture.ingest import SpoolIngester
-
     ingester = SpoolIngester(app, ContextServer(app))
     ingester.start()
     return ingester

@@ -8,10 +8,12 @@ from typing import Any
 
 import numpy as np
 
+from ..algorithms.keywords import tokenize
 from ..errors import MemoryNotFoundError, ValidationError
 from ..storage.filters import build_filter
 from ..storage.records import Provenance
 from ..storage.relations import Relation
+from ..storage.schema import vectors_of
 from ..validation import relation_label
 from .base import Service
 from .results import (
@@ -109,8 +111,6 @@ class ConnectionService(Service):
         Candidates come from the vector search (nearest by meaning) and the keyword search (the
         memory's own distinctive words); each is scored by its cosine similarity plus TERM_WEIGHT
         times the overlap of the two memories' terms. min_similarity applies to the cosine."""
-        from ..algorithms.keywords import tokenize
-
         store = self._r.store()
         reference = store.get(memory_id, with_vector=True)
         if reference is None:
@@ -178,8 +178,6 @@ class ConnectionService(Service):
         store = self._r.store()
         flt = build_filter(filters={"namespace": {"in": namespaces}}) if namespaces else None
         table = store.scan_arrow(["id", "namespace", "vector"], flt)
-        from ..storage.schema import vectors_of
-
         ids = np.array(table.column("id").to_pylist(), dtype=object)
         spaces = np.array(table.column("namespace").to_pylist(), dtype=object)
         vectors = vectors_of(table) if table.num_rows else np.zeros((0, store.dim), np.float32)

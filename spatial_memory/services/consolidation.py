@@ -23,7 +23,6 @@ from ..errors import (
 from ..limits import DUPLICATE_SIMILARITY
 from ..storage.filters import build_filter
 from ..storage.records import MemoryRecord, Provenance, as_utc
-from ..text.details import detail_signature, merge_texts, opposed, polarity
 from .base import Service
 from .lifecycle import DECAY_STATE_KEY
 from .results import (
@@ -134,6 +133,10 @@ class ConsolidationService(Service):
     def _duplicate_groups(records: list[MemoryRecord], vectors: np.ndarray, threshold: float) -> list[list[int]]:
         """Near-duplicate groups (complete linkage) among memories with equal detail signatures,
         split where two members use opposite words (see spatial_memory.text.details)."""
+        # Not at the top: text/details.py reads text/extraction.py, whose rule table takes ~40 ms to
+        # compile: paid by the first consolidate, not by every server's start.
+        from ..text.details import detail_signature, opposed, polarity
+
         classes: dict[tuple, list[int]] = defaultdict(list)
         for i, record in enumerate(records):
             classes[detail_signature(record.content)].append(i)
@@ -180,6 +183,8 @@ class ConsolidationService(Service):
         lineage = [i for i in dict.fromkeys(lineage) if i != rep.id]
 
         if strategy == "merge_content":
+            from ..text.details import merge_texts  # see _duplicate_groups: not at start-up
+
             content = merge_texts([m.content for m in members])
             metadata: dict[str, Any] = {}
             for m in members:

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from .. import validation as check
-from ..algorithms.ranking import DEFAULT_PARAMS, TextFeatures
+from ..algorithms.ranking import DEFAULT_PARAMS, CandidateArrays, TextFeatures, query_features, rank
 from ..errors import MemoryNotFoundError, ValidationError
 from ..limits import MAX_CONTEXT, MAX_EXPAND
 from ..storage.candidates import Candidates
@@ -359,8 +359,6 @@ def _rank(
     text_features: TextFeatures,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(order, scores, cosine similarities) of the candidates by `algorithms.ranking.rank`."""
-    from ..algorithms.ranking import CandidateArrays, query_features, rank
-
     similarity = np.clip(candidates.vectors @ query_vector, 0.0, 1.0)
     words, question, time_ref, stated_at = text_features.of(candidates.content)
     arrays = CandidateArrays.build(
