@@ -171,6 +171,36 @@ def test_no_import_runs_up_a_layer():
     assert not upward, "imports that run up (or across) a layer:\n" + "\n".join(upward)
 
 
+def uncommented_local_imports(path: Path) -> list[int]:
+    """Lines of function-local imports with no comment saying why: neither on the line nor on the line
+    above its block of imports."""
+    lines = path.read_text().split("\n")
+    found = []
+    for function in ast.walk(ast.parse("\n".join(lines), str(path))):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(function):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)) or "#" in lines[node.lineno - 1]:
+                continue
+            above = node.lineno - 2
+            while above >= 0 and (not lines[above].strip() or lines[above].lstrip().startswith(("import ", "from "))):
+                above -= 1
+            if above < 0 or not lines[above].lstrip().startswith("#"):
+                found.append(node.lineno)
+    return sorted(set(found))
+
+
+def test_every_function_local_import_says_why():
+    """An import inside a function is there to keep start-up fast (or for an optional or platform
+    module), and a comment on it or above its block says so; every other import goes at the top."""
+    missing = [
+        f"{path.relative_to(PACKAGE.parent)}:{line}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for line in uncommented_local_imports(path)
+    ]
+    assert not missing, "function-local imports without a comment saying why:\n" + "\n".join(missing)
+
+
 def test_tests_do_not_import_the_benchmarks():
     """What tests and benchmarks share lives in the package (spatial_memory/evaluation) or tests/."""
     found = []
@@ -191,7 +221,10 @@ def test_the_check_sees_every_kind_of_import(tmp_path):
         "if TYPE_CHECKING:\n    from .c import C\n"
         "def f():\n    from . import d\n    import spatial_memory.e.g\n"
     )
-    known = {name: tmp_path for name in ("spatial_memory.a.b", "spatial_memory.a.c", "spatial_memory.a.d", "spatial_memory.e")}
+    known = {
+        name: tmp_path
+        for name in ("spatial_memory.a.b", "spatial_memory.a.c", "spatial_memory.a.d", "spatial_memory.e")
+    }
     found = imports("spatial_memory.a.b", source, known)
     assert found == {"spatial_memory.a.c", "spatial_memory.a.d", "spatial_memory.e"}
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
