@@ -21,10 +21,10 @@ from ..storage.filters import Filter, both, build_filter, current_at, session_wi
 from ..storage.records import MemoryRecord, ScoredMemory, as_utc
 from .base import Service
 from .cache import VersionedCache
-from .expansion import EXPANSION, ExpansionParams, expand, session_windows_of
+from .expansion import EXPANSION, ExpansionParams, session_windows_of
+from .expansion import expand as expand_recall
 from .results import (
     ContextMemory,
-    ExpandedMemory,
     HybridMemoryItem,
     HybridRecallResult,
     MemoryItem,
@@ -217,7 +217,7 @@ class SearchService(Service):
         """The best `limit` memories for the query, after the namespace's pinned memories (which
         come first, whatever the query; not with as_of, which shows the past as it was). With
         `expand`, up to that many more memories reached from the hits by spreading activation
-        (see `_expand`), in `expanded`."""
+        (services/expansion.py), in `expanded`."""
         if isinstance(context, bool) or not isinstance(context, int) or not 0 <= context <= MAX_CONTEXT:
             raise ValidationError(f"context must be an integer from 0 to {MAX_CONTEXT}")
         if isinstance(expand, bool) or not isinstance(expand, int) or not 0 <= expand <= MAX_EXPAND:
@@ -257,23 +257,10 @@ class SearchService(Service):
             seeds = [ScoredMemory(h.record, h.similarity) for h in hits[: (expansion or EXPANSION).seeds]]
             floor = min((h.similarity for h in seeds), default=1.0)
             seeds += [f for f in firsts if f.similarity >= floor]
-            expanded = self._expand(
-                query_vector, seeds, {h.record.id for h in shown}, flt, expand, expansion or EXPANSION
+            expanded = expand_recall(
+                self._r.store(), query_vector, seeds, {h.record.id for h in shown}, flt, expand, expansion or EXPANSION
             )
         return RecallResult(memories=items, total=len(items), expanded=expanded)
-
-    def _expand(
-        self,
-        query_vector: np.ndarray,
-        seeds_hits: list[ScoredMemory],
-        shown: set[str],
-        flt: Filter,
-        count: int,
-        p: ExpansionParams,
-    ) -> list[ExpandedMemory]:
-        """Spreading activation from the top hits (services/expansion.py): the `count` strongest memories
-        reached, weighed by their similarity to the query."""
-        return expand(self._r.store(), query_vector, seeds_hits, shown, flt, count, p)
 
     def _attach_context(
         self, items: list[MemoryItem], records: list[MemoryRecord], radius: int, namespace: str | None
