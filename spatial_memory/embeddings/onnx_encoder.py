@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ..transport.cancellation import check_cancelled
-from .bert_onnx import GRAPH_VERSION, build_bert_mean_pooling_onnx
+from . import bert_onnx  # its GRAPH_VERSION read at each use: a test moves it
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ def graph_path(model_dir: Path, cache_dir: Path) -> Path:
 def content_fingerprint(model_dir: Path) -> str:
     """What the graph is built from: the weights' and config's bytes and the builder's version,
     never where the model is installed or when."""
-    digest = hashlib.sha256(f"bert-mean-pooling-v{GRAPH_VERSION}".encode())
+    digest = hashlib.sha256(f"bert-mean-pooling-v{bert_onnx.GRAPH_VERSION}".encode())
     digest.update(file_sha256(model_dir / "model.safetensors").encode())
     digest.update(hashlib.sha256((model_dir / "config.json").read_bytes()).hexdigest().encode())
     return digest.hexdigest()[:16]
@@ -177,7 +177,7 @@ class OnnxSentenceEncoder:
         for attempt in (1, 2):
             if not onnx_path.exists():
                 log.info("building the ONNX graph of %s into %s (once)", model_dir, onnx_path)
-                build_bert_mean_pooling_onnx(model_dir, onnx_path)
+                bert_onnx.build_bert_mean_pooling_onnx(model_dir, onnx_path)
             try:
                 self._session = ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
                 break
