@@ -12,6 +12,7 @@ from typing import Any
 
 from .config import Settings
 from .errors import ValidationError
+from .limits import MAX_LABEL_CHARS, MAX_RELATION_CHARS
 from .storage.records import Conversation
 from .text.secrets import redact, redact_value
 
@@ -183,9 +184,6 @@ def one_of(name: str, value: Any, allowed: Sequence[str]) -> str:
     return value
 
 
-MAX_RELATION_CHARS = 64
-
-
 def relation_label(value: str) -> str:
     """A relation's label: free text, trimmed, inner whitespace collapsed, lower case."""
     label = " ".join(str(value).split()).lower()
@@ -194,9 +192,6 @@ def relation_label(value: str) -> str:
     if len(label) > MAX_RELATION_CHARS:
         raise ValidationError(f"relation is longer than {MAX_RELATION_CHARS} characters: use a short label")
     return label
-
-
-MAX_LABEL_CHARS = 256  # session_id, speaker
 
 
 def conversation(value: Conversation) -> Conversation:

@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "spatial_memory"
 # package whose parts live on different floors (the longest matching prefix names a module's unit).
 LAYERS: tuple[tuple[str, ...], ...] = (
     # pure: numpy and the standard library only
-    ("algorithms", "errors", "limits", ""),
+    ("algorithms", "errors", "limits", "tool_profiles", ""),
     # pure text rules; process primitives: heavy imports, BLAS threads, the heap, exiting, cancellation
     ("text", "runtime.imports", "runtime.blas", "runtime.heap", "runtime.shutdown", "transport.cancellation"),
     ("config",),
@@ -41,7 +41,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 )
 
 # Units that may import nothing of ours at all (the root package is only its version string).
-LEAVES = {"algorithms", "errors", "limits", ""}
+LEAVES = {"algorithms", "errors", "limits", "tool_profiles", ""}
 
 
 def module_name(path: Path) -> str:
