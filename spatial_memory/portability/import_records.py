@@ -388,6 +388,55 @@ def check_rows(
     return candidates, problems
 
 
+def _content(raw: dict, settings: Settings) -> str:
+    value = raw.get("content")
+    if not isinstance(value, str):
+        raise _Problem("content", "is missing or not text", value)
+    try:
+        return check.content(value, settings)
+    except ValidationError as exc:
+        raise _Problem("content", exc.message, value) from None
+
+
+def _namespace(raw: dict, settings: Settings, override: str | None) -> str:
+    if override is not None:
+        return override
+    value = raw.get("namespace")
+    if value is None:
+        return "default"
+    if not isinstance(value, str):
+        raise _Problem("namespace", "must be text", value)
+    try:
+        return check.namespace(value, settings)
+    except ValidationError as exc:
+        raise _Problem("namespace", exc.message, value) from None
+
+
+def _row_vector(raw_vector: Any, dim: int | None, need_vectors: bool) -> np.ndarray | None:
+    if dim is None:
+        return None
+    found = _vector(raw_vector, dim)
+    if found is None and need_vectors:
+        raise _Problem("vector", "is missing: pass regenerate_embeddings=true to embed the content", None)
+    return found
+
+
+class _Problems(list):
+    """The problems of one row, collected field by field so that every bad field is reported."""
+
+    def __init__(self, row_number: int) -> None:
+        super().__init__()
+        self._row = row_number
+
+    def take(self, fn: Callable[[], Any], default: Any = None) -> Any:
+        """fn's value, or `default` with the problem noted."""
+        try:
+            return fn()
+        except _Problem as problem:
+            self.append(RowProblem(self._row, problem.field, problem.error, shown_value(problem.value)))
+            return default
+
+
 def _check_row(
     row_number: int,
     raw: Any,
@@ -402,52 +451,15 @@ def _check_row(
         return None, [RowProblem(row_number, "record", raw.reason, None)]
     if not isinstance(raw, dict):
         return None, [RowProblem(row_number, "record", "must be an object", shown_value(raw))]
-    problems: list[RowProblem] = []
-
-    def take(fn: Callable[[], Any], default: Any = None) -> Any:
-        try:
-            return fn()
-        except _Problem as problem:
-            problems.append(RowProblem(row_number, problem.field, problem.error, shown_value(problem.value)))
-            return default
-
-    def content() -> str:
-        value = raw.get("content")
-        if not isinstance(value, str):
-            raise _Problem("content", "is missing or not text", value)
-        try:
-            return check.content(value, settings)
-        except ValidationError as exc:
-            raise _Problem("content", exc.message, value) from None
-
-    def namespace() -> str:
-        if namespace_override is not None:
-            return namespace_override
-        value = raw.get("namespace")
-        if value is None:
-            return "default"
-        if not isinstance(value, str):
-            raise _Problem("namespace", "must be text", value)
-        try:
-            return check.namespace(value, settings)
-        except ValidationError as exc:
-            raise _Problem("namespace", exc.message, value) from None
-
-    def vector() -> np.ndarray | None:
-        if dim is None:
-            return None
-        found = _vector(raw_vector, dim)
-        if found is None and need_vectors:
-            raise _Problem("vector", "is missing: pass regenerate_embeddings=true to embed the content", None)
-        return found
-
+    problems = _Problems(row_number)
+    take = problems.take
     created = take(lambda: _timestamp("created_at", raw.get("created_at"), now), now)
     updated = take(lambda: _timestamp("updated_at", raw.get("updated_at"), created), created)
     candidate = ImportRecord(
         row_number=row_number,
         id=_uuid(raw.get("id")),
-        content=take(content, ""),
-        namespace=take(namespace, "default"),
+        content=take(lambda: _content(raw, settings), ""),
+        namespace=take(lambda: _namespace(raw, settings, namespace_override), "default"),
         tags=take(lambda: _tags(raw.get("tags"), settings), []),
         importance=take(lambda: _importance(raw.get("importance")), 0.5),
         source=raw.get("source") if raw.get("source") in SOURCES else "imported",
@@ -457,7 +469,7 @@ def _check_row(
         last_accessed=take(lambda: _timestamp("last_accessed", raw.get("last_accessed"), updated), updated),
         access_count=take(lambda: _access_count(raw.get("access_count")), 0),
         conversation=take(lambda: _conversation(raw), Conversation()),
-        vector=take(vector, None),
+        vector=take(lambda: _row_vector(raw_vector, dim, need_vectors), None),
         memory_type=take(lambda: _memory_type(raw.get("memory_type")), "fact"),
         expires_at=take(
             lambda: None if raw.get("expires_at") in (None, "") else _timestamp("expires_at", raw["expires_at"], now)
@@ -468,4 +480,4 @@ def _check_row(
         retired=take(lambda: _retirement(raw)),
         relations=take(lambda: _relations(raw.get("relations"), now), []),
     )
-    return (None if problems else candidate), problems
+    return (None if problems else candidate), list(problems)
