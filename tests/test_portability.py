@@ -68,7 +68,7 @@ async def fill(client) -> list[str]:
         ids.append((await call(client, "remember", **{**args, "metadata": metadata}))["id"])
     # Access counts and last_accessed move away from their defaults.
     # No pause after it: export itself must write the counts still waiting for upkeep.
-    await call(client, "recall", **{"query": "hello world comma", "limit": 3})
+    await call(client, "recall", query="hello world comma", limit=3)
     return ids
 
 
@@ -140,8 +140,8 @@ async def test_export_file_headers(source_settings):
     async with server(source_settings) as client:
         await fill(client)
         for name in ("h.parquet", "h.json", "h.csv"):
-            await call(client, "export_memories", **{"output_path": name})
-        one = await call(client, "export_memories", **{"output_path": "proj.json", "namespace": "proj"})
+            await call(client, "export_memories", output_path=name)
+        one = await call(client, "export_memories", output_path="proj.json", namespace="proj")
         assert one["memories_exported"] == 3 and one["namespaces_included"] == ["proj"]
         assert_error(
             await client.call_tool("export_memories", {"output_path": "x.json", "namespace": "nope"}),
@@ -173,9 +173,9 @@ async def test_export_overwrites_atomically_and_failures_leave_nothing(source_se
 
     async with server(source_settings) as client:
         await fill(client)
-        first = await call(client, "export_memories", **{"output_path": "same.json"})
-        await call(client, "remember", **{"content": "one more"})
-        second = await call(client, "export_memories", **{"output_path": "same.json"})
+        first = await call(client, "export_memories", output_path="same.json")
+        await call(client, "remember", content="one more")
+        second = await call(client, "export_memories", output_path="same.json")
         assert second["memories_exported"] == first["memories_exported"] + 1
         path = Path(second["output_path"])
         before = path.read_bytes()
@@ -234,7 +234,7 @@ async def test_validation_errors_dry_run_then_all_or_nothing(client, settings):
     rows[5]["tags"] = "not, a, list"  # a comma-separated string is accepted
     rows[6]["vector"] = vec(6)[:10]
     write(settings, "bad.json", rows)
-    preview = await call(client, "import_memories", **{"source_path": "bad.json"})
+    preview = await call(client, "import_memories", source_path="bad.json")
     assert preview["total_records_in_file"] == 7 and preview["memories_failed"] == 6
     assert preview["would_import"] == 1 and preview["memories_imported"] == 0
     errors = {(e["row_number"], e["field"]) for e in preview["validation_errors"]}
@@ -257,14 +257,14 @@ async def test_validation_errors_dry_run_then_all_or_nothing(client, settings):
     )
     assert "row 2 importance" in body["message"] and "6 of 7" in body["message"]
     assert await count(client) == 0
-    lenient = await call(client, "import_memories", **{"source_path": "bad.json", "dry_run": False, "validate": False})
+    lenient = await call(client, "import_memories", source_path="bad.json", dry_run=False, validate=False)
     assert lenient["memories_imported"] == 1 and lenient["memories_failed"] == 6
     assert len(lenient["validation_errors"]) == 6 and await count(client) == 1
 
 
 async def test_long_values_are_truncated_in_errors(client, settings):
     write(settings, "long.json", [{"content": "x" * 100_001, "vector": vec(0)}])
-    preview = await call(client, "import_memories", **{"source_path": "long.json"})
+    preview = await call(client, "import_memories", source_path="long.json")
     (error,) = preview["validation_errors"]
     assert error["field"] == "content" and len(error["value"]) <= 103 and error["value"].endswith("...")
 
@@ -294,7 +294,7 @@ async def test_truncated_parquet(client, settings):
     path = settings.allowed_import_dirs[0] / "full.parquet"
     path.parent.mkdir(parents=True)
     pq.write_table(table, path, compression="zstd")
-    ok_result = await call(client, "import_memories", **{"source_path": "full.parquet"})
+    ok_result = await call(client, "import_memories", source_path="full.parquet")
     assert ok_result["would_import"] == 200
     whole = path.read_bytes()
     for cut in (len(whole) // 2, len(whole) - 5, 20):
@@ -307,9 +307,7 @@ async def test_truncated_parquet(client, settings):
 async def test_csv_row_problems(client, settings):
     text = 'content,importance,tags\r\n"ok, fine",0.5,"[""a""]"\r\nshort row\r\n"x",abc,[]\r\n"multi\nline",0.2,\r\n'
     write(settings, "rows.csv", text)
-    preview = await call(
-        client, "import_memories", **{"source_path": "rows.csv", "regenerate_embeddings": True, "validate": False}
-    )
+    preview = await call(client, "import_memories", source_path="rows.csv", regenerate_embeddings=True, validate=False)
     assert preview["total_records_in_file"] == 4 and preview["would_import"] == 2
     assert [(e["row_number"], e["field"]) for e in preview["validation_errors"]] == [(2, "record"), (3, "importance")]
     assert "has 1 fields, the header has 3" in preview["validation_errors"][0]["error"]
@@ -346,9 +344,7 @@ async def test_vectors_missing_wrong_size_or_foreign(client, settings):
         args = {"source_path": name, "regenerate_embeddings": True}
         assert (await call(client, "import_memories", **args))["validation_errors"] == []
     assert await count(client) == 0
-    await call(
-        client, "import_memories", **{"source_path": "dim.json", "regenerate_embeddings": True, "dry_run": False}
-    )
+    await call(client, "import_memories", source_path="dim.json", regenerate_embeddings=True, dry_run=False)
     assert await count(client) == 3
 
 
@@ -387,9 +383,7 @@ async def test_size_and_record_limits(tmp_path, fmt):
 
 async def test_namespace_override_and_parameter_checks(client, settings):
     write(settings, "ns.json", [{**r, "namespace": "orig"} for r in records(3)])
-    result = await call(
-        client, "import_memories", **{"source_path": "ns.json", "namespace_override": "moved", "dry_run": False}
-    )
+    result = await call(client, "import_memories", source_path="ns.json", namespace_override="moved", dry_run=False)
     assert result["namespace_override"] == "moved" and {m["namespace"] for m in result["imported_memories"]} == {
         "moved"
     }
@@ -406,7 +400,7 @@ async def test_namespace_override_and_parameter_checks(client, settings):
         )
     write(settings, "noext", json.dumps(records(1)))
     assert_error(await client.call_tool("import_memories", {"source_path": "noext"}), "ValidationError", "format")
-    assert (await call(client, "import_memories", **{"source_path": "noext", "format": "json"}))["would_import"] == 1
+    assert (await call(client, "import_memories", source_path="noext", format="json"))["would_import"] == 1
     assert_error(
         await client.call_tool("import_memories", {"source_path": "missing.json"}), "MemoryImportError", "not found"
     )
@@ -422,7 +416,7 @@ async def test_id_and_timestamp_policy(client, settings):
         {"id": None, "content": "odd source", "vector": vec(5), "source": "somewhere", "updated_at": None},
     ]
     write(settings, "ids.json", rows)
-    result = await call(client, "import_memories", **{"source_path": "ids.json", "dry_run": False})
+    result = await call(client, "import_memories", source_path="ids.json", dry_run=False)
     assert result["new_ids_assigned"] == 4
     ids = [m["id"] for m in result["imported_memories"]]
     assert ids[0] == kept.lower() and len(set(ids)) == 5
@@ -434,7 +428,7 @@ async def test_id_and_timestamp_policy(client, settings):
     assert third.access_count == 7 and fourth.created_at == datetime.fromtimestamp(1_600_000_000, timezone.utc)
     assert fourth.source == "extracted" and fifth.source == "imported"
     # Importing again: every id is taken now, so all get new ones.
-    again = await call(client, "import_memories", **{"source_path": "ids.json", "dry_run": False})
+    again = await call(client, "import_memories", source_path="ids.json", dry_run=False)
     assert again["new_ids_assigned"] == 5 and await count(client) == 10
 
 
@@ -447,26 +441,22 @@ async def test_deduplicate(client, settings):
     write(settings, "dups.json", rows)
     sim = float(np.dot(rows[1]["vector"], rows[5]["vector"]))
     assert 0.9 < sim < 0.99
-    strict = await call(
-        client, "import_memories", **{"source_path": "dups.json", "deduplicate": True, "dedup_threshold": 0.99}
-    )
+    strict = await call(client, "import_memories", source_path="dups.json", deduplicate=True, dedup_threshold=0.99)
     assert strict["memories_skipped"] == 1 and strict["would_import"] == 6
-    loose = await call(
-        client, "import_memories", **{"source_path": "dups.json", "deduplicate": True, "dedup_threshold": 0.9}
-    )
+    loose = await call(client, "import_memories", source_path="dups.json", deduplicate=True, dedup_threshold=0.9)
     assert loose["memories_skipped"] == 2 and loose["would_import"] == 5
-    done = await call(client, "import_memories", **{"source_path": "dups.json", "deduplicate": True, "dry_run": False})
+    done = await call(client, "import_memories", source_path="dups.json", deduplicate=True, dry_run=False)
     assert done["memories_imported"] == 6 and await count(client) == 6
-    again = await call(client, "import_memories", **{"source_path": "dups.json", "deduplicate": True, "dry_run": False})
+    again = await call(client, "import_memories", source_path="dups.json", deduplicate=True, dry_run=False)
     assert again["memories_skipped"] == 7 and again["memories_imported"] == 0 and await count(client) == 6
-    plain = await call(client, "import_memories", **{"source_path": "dups.json", "dry_run": False})
+    plain = await call(client, "import_memories", source_path="dups.json", dry_run=False)
     assert plain["memories_imported"] == 7 and await count(client) == 13
 
 
 async def test_imported_memories_are_searchable_by_keyword_at_once(client, settings):
     write(settings, "kw.json", [{"content": "the zanzibar protocol", "vector": vec(1)}])
-    await call(client, "import_memories", **{"source_path": "kw.json", "dry_run": False})
-    found = await call(client, "hybrid_recall", **{"query": "zanzibar", "alpha": 0.0})
+    await call(client, "import_memories", source_path="kw.json", dry_run=False)
+    found = await call(client, "hybrid_recall", query="zanzibar", alpha=0.0)
     assert [m["content"] for m in found["memories"]] == ["the zanzibar protocol"]
 
 
@@ -497,10 +487,10 @@ def outside(tmp_path) -> Path:
 async def test_path_security(client, settings, outside):
     exports = settings.allowed_export_dirs[0]
     assert not exports.exists()
-    await call(client, "remember", **{"content": "something to export"})
-    made = await call(client, "export_memories", **{"output_path": "sub/deeper/x.json"})
+    await call(client, "remember", content="something to export")
+    made = await call(client, "export_memories", output_path="sub/deeper/x.json")
     assert made["output_path"] == str(exports / "sub" / "deeper" / "x.json")  # relative to the allowed dir
-    absolute = await call(client, "export_memories", **{"output_path": str(exports / "abs.json")})
+    absolute = await call(client, "export_memories", output_path=str(exports / "abs.json"))
     assert Path(absolute["output_path"]).is_file()
     (exports / "link-out").symlink_to(outside)
     (exports / "secret-link.json").symlink_to(outside / "secret.json")
@@ -539,7 +529,7 @@ async def test_path_security(client, settings, outside):
         in data(await client.call_tool("import_memories", {"source_path": "../x.json"}))["message"]
     )
     # Links that stay inside are fine; nothing was written outside.
-    assert (await call(client, "import_memories", **{"source_path": "inner-link.json"}))["would_import"] == 1
+    assert (await call(client, "import_memories", source_path="inner-link.json"))["would_import"] == 1
     assert sorted(p.name for p in outside.iterdir()) == ["secret.json"]
     assert json.loads((outside / "secret.json").read_text()) == records(1)
 
@@ -547,7 +537,7 @@ async def test_path_security(client, settings, outside):
 async def test_device_files_and_foreign_types(tmp_path):
     settings = settings_at(tmp_path / "s", import_dirs=[tmp_path / "in", Path("/dev")], export_dirs=[Path("/dev")])
     async with server(settings) as client:
-        await call(client, "remember", **{"content": "x"})
+        await call(client, "remember", content="x")
         with anyio.fail_after(10):
             for path in ("/dev/zero", "/dev/null", "/dev/urandom"):
                 violation(await client.call_tool("import_memories", {"source_path": path}), "not_a_regular_file", path)
@@ -559,7 +549,7 @@ async def test_device_files_and_foreign_types(tmp_path):
 
 
 async def test_export_format_checks(client):
-    await call(client, "remember", **{"content": "x"})
+    await call(client, "remember", content="x")
     for args, fragment in [
         ({"output_path": "x.txt"}, ".parquet, .json or .csv"),
         ({"output_path": "noext"}, ".parquet, .json or .csv"),
@@ -568,7 +558,7 @@ async def test_export_format_checks(client):
         ({"output_path": ""}, "output_path"),
     ]:
         assert_error(await client.call_tool("export_memories", args), "ValidationError", fragment)
-    upper = await call(client, "export_memories", **{"output_path": "UPPER.JSON"})
+    upper = await call(client, "export_memories", output_path="UPPER.JSON")
     assert upper["format"] == "json"
 
 
@@ -576,13 +566,11 @@ async def test_several_allowed_directories(tmp_path):
     first, second = tmp_path / "one", tmp_path / "two"
     settings = settings_at(tmp_path / "s", export_dirs=[first, second], import_dirs=[second, first])
     async with server(settings) as client:
-        await call(client, "remember", **{"content": "x"})
-        assert (await call(client, "export_memories", **{"output_path": "rel.json"}))["output_path"] == str(
-            first / "rel.json"
-        )
-        await call(client, "export_memories", **{"output_path": str(second / "abs.json")})
-        assert (await call(client, "import_memories", **{"source_path": "abs.json"}))["would_import"] == 1
-        assert (await call(client, "import_memories", **{"source_path": str(first / "rel.json")}))["would_import"] == 1
+        await call(client, "remember", content="x")
+        assert (await call(client, "export_memories", output_path="rel.json"))["output_path"] == str(first / "rel.json")
+        await call(client, "export_memories", output_path=str(second / "abs.json"))
+        assert (await call(client, "import_memories", source_path="abs.json"))["would_import"] == 1
+        assert (await call(client, "import_memories", source_path=str(first / "rel.json")))["would_import"] == 1
         assert_error(await client.call_tool("import_memories", {"source_path": "rel.json"}), "MemoryImportError")
 
 
@@ -634,17 +622,17 @@ async def test_reference_exports_import_with_their_vectors(tmp_path, real_embedd
     for fmt in ("parquet", "json", "csv"):
         settings = reference_settings(tmp_path, fmt)
         async with server(settings, real_embedder) as client:
-            preview = await call(client, "import_memories", **{"source_path": f"reference.{fmt}"})
+            preview = await call(client, "import_memories", source_path=f"reference.{fmt}")
             assert preview["total_records_in_file"] == preview["would_import"] == 5
             assert preview["validation_errors"] == [] and preview["memories_imported"] == 0
             assert await count(client) == 0
-            result = await call(client, "import_memories", **{"source_path": f"reference.{fmt}", "dry_run": False})
+            result = await call(client, "import_memories", source_path=f"reference.{fmt}", dry_run=False)
             assert result["memories_imported"] == 5 and result["new_ids_assigned"] == 0
             by_format[fmt] = stored(settings, real_embedder.model_id, real_embedder.dimension)
-            hits = await call(client, "recall", **{"query": "hello world", "limit": 1})
+            hits = await call(client, "recall", query="hello world", limit=1)
             assert hits["memories"][0]["content"] == 'She said "hello, world" and left'
             assert hits["memories"][0]["similarity"] > 0.5  # the reference's vectors fit our model
-            kw = await call(client, "hybrid_recall", **{"query": "Zürich", "alpha": 0.0})
+            kw = await call(client, "hybrid_recall", query="Zürich", alpha=0.0)
             assert kw["memories"][0]["content"].startswith("Café au lait")
         check_reference(by_format[fmt])
     for memory_id, record in by_format["parquet"].items():
@@ -672,20 +660,26 @@ async def test_reference_exports_without_vectors_and_with_the_test_model(tmp_pat
         novec = await call(
             client,
             "import_memories",
-            **{"source_path": "reference-novec.csv", "regenerate_embeddings": True, "dry_run": False},
+            source_path="reference-novec.csv",
+            regenerate_embeddings=True,
+            dry_run=False,
         )
         assert novec["memories_imported"] == 5
         check_reference(stored(settings))
         again = await call(
             client,
             "import_memories",
-            **{"source_path": "reference.json", "regenerate_embeddings": True, "deduplicate": True},
+            source_path="reference.json",
+            regenerate_embeddings=True,
+            deduplicate=True,
         )
         assert again["memories_skipped"] == 5 and again["would_import"] == 0
         two = await call(
             client,
             "import_memories",
-            **{"source_path": "reference-novec.json", "regenerate_embeddings": True, "namespace_override": "moved"},
+            source_path="reference-novec.json",
+            regenerate_embeddings=True,
+            namespace_override="moved",
         )
         assert two["total_records_in_file"] == 2 and two["would_import"] == 2 and two["new_ids_assigned"] == 2
 
@@ -717,13 +711,13 @@ async def test_an_import_that_fails_between_its_writes_leaves_nothing(tmp_path, 
     from spatial_memory.errors import StorageError
 
     async with server(source_settings) as client:
-        a = (await call(client, "remember", **{"content": "the decision to use postgres"}))["id"]
-        b = (await call(client, "remember", **{"content": "benchmarks favour postgres"}))["id"]
-        await call(client, "update_memory", **{"memory_id": b, "content": "benchmarks clearly favour postgres"})
-        old = (await call(client, "remember", **{"content": "standup is on mondays"}))["id"]
-        await call(client, "remember", **{"content": "standup is on wednesdays", "supersedes": [old]})
-        await call(client, "relate", **{"source_id": b, "target_id": a, "relation": "supports"})
-        exported = await call(client, "export_memories", **{"output_path": "all.json"})
+        a = (await call(client, "remember", content="the decision to use postgres"))["id"]
+        b = (await call(client, "remember", content="benchmarks favour postgres"))["id"]
+        await call(client, "update_memory", memory_id=b, content="benchmarks clearly favour postgres")
+        old = (await call(client, "remember", content="standup is on mondays"))["id"]
+        await call(client, "remember", content="standup is on wednesdays", supersedes=[old])
+        await call(client, "relate", source_id=b, target_id=a, relation="supports")
+        exported = await call(client, "export_memories", output_path="all.json")
         assert exported["versions_exported"] == 2 and exported["relations_exported"] == 1
     target = target_settings(tmp_path, source_settings)
     real = getattr(MemoryStore, failing)
@@ -732,7 +726,7 @@ async def test_an_import_that_fails_between_its_writes_leaves_nothing(tmp_path, 
         raise StorageError("the disk is full (injected)")
 
     async with server(target) as client:
-        await call(client, "remember", **{"content": "a memory the target had before"})
+        await call(client, "remember", content="a memory the target had before")
         before = side_rows(target)
         monkeypatch.setattr(MemoryStore, failing, fail)
         result = await client.call_tool("import_memories", {"source_path": "all.json", "dry_run": False})
@@ -743,6 +737,6 @@ async def test_an_import_that_fails_between_its_writes_leaves_nothing(tmp_path, 
         assert gone.is_error  # the closed memory's history is not there
         # Nothing stands in the way of the same import once the store works again.
         monkeypatch.setattr(MemoryStore, failing, real)
-        done = await call(client, "import_memories", **{"source_path": "all.json", "dry_run": False})
+        done = await call(client, "import_memories", source_path="all.json", dry_run=False)
         assert done["memories_imported"] == 3 and done["versions_imported"] == 2 and done["relations_imported"] == 1
-        assert len((await call(client, "memory_history", **{"memory_id": old}))["versions"]) == 1
+        assert len((await call(client, "memory_history", memory_id=old))["versions"]) == 1
