@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -110,6 +111,14 @@ class _Problem(Exception):
     def __init__(self, field: str, error: str, value: Any) -> None:
         super().__init__(error)
         self.field, self.error, self.value = field, error, value
+
+
+def _checked(field: str, check_value: Callable[[], Any], value: Any) -> Any:
+    """check_value()'s result; its ValidationError as a problem of `field` showing `value`."""
+    try:
+        return check_value()
+    except ValidationError as exc:
+        raise _Problem(field, exc.message, value) from None
 
 
 def _timestamp(name: str, value: Any, default: datetime) -> datetime:
@@ -241,10 +250,8 @@ def _relations(value: Any, now: datetime) -> list[OutgoingRelation]:
     for item in value:
         if not isinstance(item, dict) or _uuid(item.get("target_id")) is None:
             raise _Problem("relations", "each relation needs a target_id (a memory id)", item)
-        try:
-            label = check.relation_label(item.get("relation") if isinstance(item.get("relation"), str) else "")
-        except ValidationError as exc:
-            raise _Problem("relations", exc.message, item) from None
+        relation = item.get("relation") if isinstance(item.get("relation"), str) else ""
+        label = _checked("relations", partial(check.relation_label, relation), item)
         weight = item.get("weight", 1.0)
         if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0.0 < weight <= 1.0:
             raise _Problem("relations", "weight must be a number above 0.0 and at most 1.0", item)
@@ -276,10 +283,7 @@ def _tags(value: Any, settings: Settings) -> list[str]:
         value = value.tolist()
     if not isinstance(value, (list, tuple)) or not all(isinstance(t, str) for t in value):
         raise _Problem("tags", "must be a list of strings", value)
-    try:
-        return check.tags(list(value), settings)
-    except ValidationError as exc:
-        raise _Problem("tags", exc.message, value) from None
+    return _checked("tags", lambda: check.tags(list(value), settings), value)
 
 
 def _metadata(value: Any, settings: Settings) -> dict[str, Any]:
@@ -289,10 +293,7 @@ def _metadata(value: Any, settings: Settings) -> dict[str, Any]:
         value = _json_text("metadata", value, dict, "a JSON object") if value.strip() else {}
     if not isinstance(value, dict):
         raise _Problem("metadata", "must be a JSON object", value)
-    try:
-        return check.metadata(value, settings)
-    except ValidationError as exc:
-        raise _Problem("metadata", exc.message, value) from None
+    return _checked("metadata", lambda: check.metadata(value, settings), value)
 
 
 def _importance(value: Any) -> float:
@@ -304,10 +305,7 @@ def _importance(value: Any) -> float:
             number = float(value)
         except ValueError:
             raise _Problem("importance", "must be a number from 0.0 to 1.0", value) from None
-    try:
-        return check.importance(number)
-    except ValidationError as exc:
-        raise _Problem("importance", exc.message, value) from None
+    return _checked("importance", lambda: check.importance(number), value)
 
 
 def _access_count(value: Any) -> int:
@@ -392,10 +390,7 @@ def _content(raw: dict, settings: Settings) -> str:
     value = raw.get("content")
     if not isinstance(value, str):
         raise _Problem("content", "is missing or not text", value)
-    try:
-        return check.content(value, settings)
-    except ValidationError as exc:
-        raise _Problem("content", exc.message, value) from None
+    return _checked("content", lambda: check.content(value, settings), value)
 
 
 def _namespace(raw: dict, settings: Settings, override: str | None) -> str:
@@ -406,10 +401,7 @@ def _namespace(raw: dict, settings: Settings, override: str | None) -> str:
         return "default"
     if not isinstance(value, str):
         raise _Problem("namespace", "must be text", value)
-    try:
-        return check.namespace(value, settings)
-    except ValidationError as exc:
-        raise _Problem("namespace", exc.message, value) from None
+    return _checked("namespace", lambda: check.namespace(value, settings), value)
 
 
 def _row_vector(raw_vector: Any, dim: int | None, need_vectors: bool) -> np.ndarray | None:
