@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.backfill import synthetic_history
 from spatial_memory.capture.backfill import Progress, backfill, transcripts
+from spatial_memory.evaluation.history import synthetic_history
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
 def app(settings, fake_embedder):
+    from spatial_memory.app import App
     from spatial_memory.runtime.resources import Resources
-    from spatial_memory.server.app import App
 
     app = App(Resources(settings, fake_embedder))
     yield app

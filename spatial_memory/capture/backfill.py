@@ -219,6 +219,8 @@ def backfill(
     progress: Progress | None = None,
 ) -> BackfillResult:
     """Replay every transcript and store what the hooks would have (idempotent)."""
+    # Not at the top: store.py reaches the services and the model; the hook's replay path above
+    # (selected, records_of) must stay as light as a hook.
     from .store import store_captured
 
     started = time.perf_counter()

@@ -14,13 +14,13 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import ValidationError
+from ..storage.records import Conversation, NewMemory, Provenance
 
 log = logging.getLogger(__name__)
 
 
 def new_memory(record: dict[str, Any]):
     """The NewMemory a spool record asks for."""
-    from ..storage.records import Conversation, NewMemory
 
     occurred = record.get("occurred_at")
     try:
@@ -44,7 +44,6 @@ def new_memory(record: dict[str, Any]):
 
 
 def provenance(record: dict[str, Any]):
-    from ..storage.records import Provenance
 
     text = lambda key: record[key] if isinstance(record.get(key), str) else None  # noqa: E731
     return Provenance(
@@ -59,7 +58,7 @@ def store_captured(app: Any, records: list[dict[str, Any]]) -> int:
     records = list({r["id"]: r for r in records if _well_formed(r)}.values())
     proposals = [r for r in records if isinstance(r.get("procedure"), dict)]
     records = [r for r in records if not isinstance(r.get("procedure"), dict)]
-    stored = app.procedures.capture_proposals(proposals) if proposals else 0
+    stored = app.procedures.capture_proposals([(p, provenance(p)) for p in proposals]) if proposals else 0
     return stored + _store_memories(app, records)
 
 

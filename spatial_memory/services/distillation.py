@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
+from ..algorithms.grouping import mean_pairwise_similarity, near_duplicate_groups
 from ..runtime.resources import Resources
 from ..storage.filters import build_filter
 from ..storage.records import MemoryRecord, Provenance, new_id
 from ..storage.relations import Relation
-from .consolidation import without_opposites
 from .results import ConsolidateResult, ConsolidationGroup
 
 MIN_EPISODES = 3
@@ -47,7 +47,9 @@ def distill(
     max_groups: int,
     provenance: Provenance | None,
 ) -> ConsolidateResult:
-    from ..algorithms.grouping import mean_pairwise_similarity, near_duplicate_groups
+    # Not at the top: text/details.py reads text/extraction.py, whose rule table takes ~40 ms to
+    # compile: paid by the first distill, not by every server's start.
+    from ..text.details import split_opposed
 
     store = resources.store()
     with nullcontext() if dry_run else store.exclusive():
@@ -59,7 +61,8 @@ def distill(
         if len(episodes) >= MIN_EPISODES:
             vectors = np.stack([np.asarray(r.vector, dtype=np.float32) for r in episodes])
             for group in near_duplicate_groups(vectors, threshold):
-                groups.extend(without_opposites(episodes, group, MIN_EPISODES))
+                parts = split_opposed([episodes[i].content for i in group], MIN_EPISODES)
+                groups.extend([group[i] for i in part] for part in parts)
         groups.sort(key=lambda g: (-len(g), g[0]))
         fresh = [g for g in groups if not any({episodes[i].id for i in g} <= ids for ids in done)]
         now = resources.clock()
@@ -101,6 +104,7 @@ def _plan(
     members: list[MemoryRecord], namespace: str, now: datetime, origin: Provenance
 ) -> tuple[MemoryRecord, tuple[MemoryRecord, list[MemoryRecord]]]:
     """The semantic memory a group becomes (not yet stored), and the group's central episode."""
+    # Not at the top: see distill.
     from ..text.details import detail_signature
 
     unit = np.stack([np.asarray(m.vector, dtype=np.float64) for m in members])

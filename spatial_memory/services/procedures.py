@@ -23,7 +23,8 @@ from ..procedures.skill_file import SkillFile, skill_file, skill_name
 from ..storage.filters import build_filter
 from ..storage.records import MemoryRecord, NewMemory, Provenance, iso
 from .base import Service
-from .procedure_results import (
+from .memory import MemoryService
+from .results.procedures import (
     BuildSkillResult,
     DeprecateSkillResult,
     ExecuteSkillResult,
@@ -87,8 +88,6 @@ class ProcedureService(Service):
 
     def procedure_record(self, procedure: Procedure, namespace: str, provenance: Provenance) -> MemoryRecord:
         """The memory of a procedure, validated (secrets redacted) and embedded."""
-        from .memory import MemoryService
-
         item = NewMemory(
             content=procedure.content(),
             namespace=namespace,
@@ -165,27 +164,24 @@ class ProcedureService(Service):
             self._rewrite(store, record, retired, provenance or Provenance(via="deprecate_skill"))
         return DeprecateSkillResult(procedure_id=record.id, status="deprecated", reason=reason)
 
-    def capture_proposals(self, proposals: Sequence[dict[str, Any]]) -> int:
+    def capture_proposals(self, proposals: Sequence[tuple[dict[str, Any], Provenance]]) -> int:
         """Procedures the hooks proposed (capture/selection.py), as spool records with a `procedure`:
         a new one is stored captured (low confidence, under the record's deterministic id); one whose
         fingerprint a procedure of the namespace already has is that procedure seen to work again -
         one more successful run, which makes a captured procedure live. A record already counted
         (backfill run twice, a claim retried) changes nothing. Returns how many were stored or
-        confirmed."""
-        from ..capture.store import provenance as capture_provenance
-
+        confirmed. Each proposal comes with the provenance of its capture."""
         store = self._r.store()
         changed = 0
         with store.exclusive():
             known: dict[tuple[str, str], tuple[MemoryRecord, Procedure]] = {}
-            for namespace in {p["namespace"] for p in proposals}:
+            for namespace in {p["namespace"] for p, _ in proposals}:
                 for record, procedure in self.procedures(namespace):
                     if procedure.fingerprint:
                         known[(namespace, procedure.fingerprint)] = (record, procedure)
-            for proposal in proposals:
+            for proposal, origin in proposals:
                 body = proposal["procedure"]
                 key = (proposal["namespace"], str(body.get("fingerprint") or ""))
-                origin = capture_provenance(proposal)
                 if key in known:
                     record, procedure = known[key]
                     if proposal["id"] == record.id or proposal["id"] in procedure.seen:

@@ -19,6 +19,7 @@ TIER_COLUMNS = ["memory_type", "session_id", "source", "created_at", "last_acces
 
 def tier_counts(table, now: datetime) -> dict[str, int]:
     """Memories per tier, every tier named, from a table holding TIER_COLUMNS."""
+    # Not at the top: pyarrow.compute loads with the heavy imports before the first tool call
     import pyarrow.compute as pc
 
     if table.num_rows == 0:

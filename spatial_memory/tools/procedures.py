@@ -9,7 +9,8 @@ from mcp.types import CallToolResult
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..limits import MAX_PROCEDURE_LABEL, MAX_PROCEDURE_TEXT, MAX_TRAJECTORY_STEPS
-from ..services.procedure_results import BuildSkillResult, DeprecateSkillResult, ExecuteSkillResult, HowToResult
+from ..procedures.model import Step
+from ..services.results.procedures import BuildSkillResult, DeprecateSkillResult, ExecuteSkillResult, HowToResult
 from .calls import ADDITIVE, CHANGING, READ_ONLY, call, provenance
 from .registry import tool
 from .types import Limit, MemoryId, Namespace, NamespaceFilter, Query, Unlisted
@@ -42,8 +43,6 @@ async def build_skill(
     """Store the steps that did a task as a procedure, served to clients as a skill. domain: a short label
     (coding, devops...); trigger_pattern: when to use it. Find them with how_to; report runs with
     execute_skill."""
-    from ..procedures.model import Step
-
     steps = [Step(s.action, s.tool, s.parameters, s.result) for s in trajectory]
     origin = provenance(ctx, "build_skill")
     return await _skills_changed(

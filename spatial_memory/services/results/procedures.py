@@ -1,4 +1,4 @@
-"""Typed results of the procedure tools (build_skill, how_to, execute_skill, deprecate_skill)."""
+"""Results of the procedure tools: build_skill, how_to, execute_skill, deprecate_skill."""
 
 from __future__ import annotations
 
