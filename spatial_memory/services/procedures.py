@@ -24,14 +24,7 @@ from ..storage.filters import build_filter
 from ..storage.records import MemoryRecord, NewMemory, Provenance, iso
 from .base import Service
 from .memory import MemoryService
-from .results.procedures import (
-    BuildSkillResult,
-    DeprecateSkillResult,
-    ExecuteSkillResult,
-    HowToResult,
-    ProcedureItem,
-    StepItem,
-)
+from .results import BuildSkillResult, DeprecateSkillResult, ExecuteSkillResult, HowToResult, ProcedureItem, StepItem
 
 log = logging.getLogger(__name__)
 
