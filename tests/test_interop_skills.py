@@ -117,6 +117,20 @@ def test_the_typescript_client_refuses_a_skill_whose_file_differs_from_its_entry
         node, {"server": server_spec(store), **V2, "steps": steps}, tmp_path / "b.log"
     )
     assert fine["ok"] and fine["result"]["verified"] is True
+    tricky = 'a "quoted" C:\\path: #not-a-comment, tab\there, 100% ✓ 🚀 --- and\nnewline'
+    built = {**BUILD, "trigger_pattern": tricky, "name": "Ünïcode & «quotes»"}
+    _, made, read = run_scenario(
+        node,
+        {
+            "server": server_spec(store),
+            **V2,
+            "steps": [{"call": "build_skill", "arguments": built}, {"skills": "read", "uri": "$0.skill_uri"}],
+        },
+        tmp_path / "c.log",
+    )
+    assert read["ok"], read  # the YAML frontmatter reads back exactly as the entry says
+    assert read["result"]["verified"] is True and "quoted" in read["result"]["frontmatter"]["description"]
+    assert succeeded(made)["skill_uri"].startswith("skill://spatial-memory/unicode-quotes-")
     for answer, reason in ((digest, "digest"), (size, "size"), (frontmatter, "frontmatter")):
         assert not answer["ok"] and answer["error"]["name"] == "SkillVerificationError", answer
         assert answer["error"]["data"]["reason"] == reason, answer

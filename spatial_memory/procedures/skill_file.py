@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +31,8 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 def skill_name(procedure_name: str, memory_id: str) -> str:
     """Lowercase letters, digits and single hyphens, ending in the memory id's first characters."""
     suffix = memory_id.replace("-", "")[:ID_CHARS].lower()
-    slug = _NOT_SLUG.sub("-", procedure_name.lower()).strip("-")[: MAX_NAME - ID_CHARS - 1].strip("-")
+    ascii_name = unicodedata.normalize("NFKD", procedure_name).encode("ascii", "ignore").decode()  # Ü -> U
+    slug = _NOT_SLUG.sub("-", ascii_name.lower()).strip("-")[: MAX_NAME - ID_CHARS - 1].strip("-")
     return f"{slug}-{suffix}" if slug else f"procedure-{suffix}"
 
 
