@@ -64,32 +64,3 @@ def take_in_order(table, row_ids: list[int], columns: list[str]):
     rows = found.take(pa.array([at[r] for r in row_ids if r in at], type=pa.int64()))
     return rows if ROW_ID in columns else rows.drop_columns([ROW_ID])
 
-
-class SideTables:
-    """The small tables beside `memories` (history, relations, co-recall links), each opened once
-    per connection and created by its first write. A part of MemoryStore (it uses `_db`)."""
-
-    def _side_table(self, name: str, schema_of, *, create: bool):
-        """The table `name` (None when it does not exist yet and `create` is False); `schema_of()`
-        gives its schema when it must be created. A reconnect (after compaction) reopens it."""
-        from ..errors import StorageError
-
-        db = self._db
-        handles = self.__dict__.setdefault("_side_handles", {})
-        cached = handles.get(name)
-        if cached is not None and cached[0] is db:
-            return cached[1]
-        try:
-            if name in db.list_tables().tables:
-                table = db.open_table(name)
-            elif create:
-                try:
-                    table = db.create_table(name, schema=schema_of())
-                except (ValueError, OSError):  # another process created it meanwhile
-                    table = db.open_table(name)
-            else:
-                return None
-        except Exception as exc:  # noqa: BLE001 - surfaced typed
-            raise StorageError(f"cannot open the {name} table: {exc}") from exc
-        handles[name] = (db, table)
-        return table
