@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .. import validation as check
 from ..errors import (
     NamespaceNotFoundError,
@@ -20,6 +22,9 @@ from .results import (
     timestamp,
 )
 
+if TYPE_CHECKING:  # named in annotations only
+    from ..storage.protocol import Store
+
 
 def _directory_size(path) -> int:
     """Bytes under path; files another process removes mid-walk are skipped, not fatal."""
@@ -35,7 +40,7 @@ def _directory_size(path) -> int:
     return total
 
 
-def _condition(store) -> dict:
+def _condition(store: Store) -> dict:
     """Whether the store can be written, and why not: read-only storage, or a damaged newest
     version that it is served around (storage/recovery.py)."""
     damage = store.damage

@@ -1,8 +1,8 @@
 """An in-memory copy of the id, namespace, row address and vector of every row, for exact search.
 
-LanceDB's flat (brute-force) search costs ~12 ms over 10,000 rows here; the same dot products
-in numpy take ~0.3 ms, and fetching the ten winning rows by row address ~1.5 ms. Below the
-size where the store builds its approximate (HNSW) index, searches run here instead.
+LanceDB's flat (brute-force) search costs many times what the same dot products cost in numpy
+plus fetching the winning rows by row address (docs/BENCHMARKS.md). Below the size where the
+store builds its approximate (HNSW) index, searches run here instead.
 
 The copy is tied to one table version. The store reports each of its own commits (`committed`)
 with the ids it wrote or deleted, and the copy follows in place when that commit was the only
@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..runtime.blas import OneBlasThread
+from .blas import OneBlasThread
 from .records import MemoryRecord
 
 log = logging.getLogger(__name__)
@@ -137,7 +137,7 @@ class ExactIndex:
                 vectors=vectors,
                 alive=np.ones(n, dtype=bool),
                 positions={memory_id: i for i, memory_id in enumerate(ids)},
-                summary=table.drop_columns(["vector", "_rowid"]).combine_chunks(),  # take() on one chunk is ~4x faster
+                summary=table.drop_columns(["vector", "_rowid"]).combine_chunks(),  # take() is faster on one chunk
                 current_summary=np.ones(n, dtype=bool),
             )
             self._snapshot = snap
@@ -150,7 +150,7 @@ class ExactIndex:
         """(row, similarity) of the best `limit` live rows not expired at `now`, best first."""
         if snap.n == 0 or limit <= 0:
             return []
-        with self._one_blas_thread():  # runtime/blas.py: a split product waits for a busy core
+        with self._one_blas_thread():  # blas.py: a split product waits for a busy core
             scores = snap.vectors[: snap.n] @ np.asarray(query, dtype=np.float32)
         candidates = np.flatnonzero(self._live(snap, namespace, now))
         return _best(scores[candidates], candidates, limit)
@@ -286,8 +286,7 @@ class ExactIndex:
         """The live rows a read would fetch from LanceDB and whose address is not known: those
         whose columns the copy's summary no longer holds (rewritten by LanceDB). A row the summary
         holds, such as every row this process writes, is never read by address: looking those
-        up after each write cost the upkeep thread ~20 ms per batch of 100, beside the next
-        batch's embedding."""
+        up after each write took the upkeep thread's time beside the next batch's embedding."""
         rows = np.flatnonzero(snap.alive & (snap.addresses == UNKNOWN) & ~snap.current_summary)
         return [snap.ids[i] for i in rows]
 
@@ -368,8 +367,8 @@ def _columns_of(written: Sequence[Written], namespace_code, session_code) -> dic
     }
 
 
-# Appended summaries are merged into one chunk past this many chunks: take() on one chunk is
-# ~4x faster, and merging every commit would copy the whole summary each time.
+# Appended summaries are merged into one chunk past this many chunks: take() is several times
+# faster on one chunk, and merging every commit would copy the whole summary each time.
 _MAX_SUMMARY_CHUNKS = 16
 
 

@@ -84,9 +84,7 @@ class FullTextSearch:
         unindexed rows too) and compaction folds them into the index. Failing to build it
         only makes keyword search slower, so it is logged, not raised.
         """
-        # Imported here, as every lancedb import in storage/: lancedb is first imported by
-        # connection.connect, after its REST client is deferred (runtime/imports.py).
-        from lancedb.index import FTS
+        from lancedb.index import FTS  # imported here: see connection.py's docstring
 
         try:
             if self._writer.read_only or self.has_index():

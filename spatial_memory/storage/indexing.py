@@ -74,10 +74,7 @@ def vector_index_segments(table) -> int:
 
 def ensure_indexes(table, rows: int, policy: IndexPolicy) -> list[str]:
     """Create or rebuild indexes the table's size calls for. Returns what was done."""
-    # Imported here, as every lancedb import in storage/: lancedb is first imported by
-    # connection.connect, after its REST client is deferred (runtime/imports.py), which keeps
-    # opening a store fast.
-    from lancedb.index import HnswSq
+    from lancedb.index import HnswSq  # imported here: see connection.py's docstring
 
     done = []
     if rows >= policy.scalar_index_threshold:

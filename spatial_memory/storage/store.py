@@ -8,7 +8,7 @@ at all.
 The parts, one concern each, get what they use in their constructors (`_Parts.open` wires them):
 the table (table.py: opening, the model check, reconnecting) and the writer (writer.py: lock,
 commit, retry); reads (reads.py), vector search (vector_search.py), keyword search (fulltext.py),
-recall's candidates (candidates.py), the in-memory exact copy (exact_index.py, exact_search.py),
+recall's candidates (candidate_search.py), the in-memory exact copy (exact_index.py, exact_search.py),
 access counts (access_counts.py, access_ledger.py), writes (writes.py), the version history
 (history.py), relations (relations.py), co-recall links (co_recall.py) and maintenance
 (maintenance.py). This class only forwards: services see it through the `Store` protocol
@@ -31,7 +31,8 @@ import pyarrow as pa
 from ..errors import SpatialMemoryError, StorageError
 from .access_counts import AccessCounts
 from .access_ledger import AccessLedger
-from .candidates import Candidates, CandidateSearch
+from .candidate_search import CandidateSearch
+from .candidates import Candidates
 from .co_recall import MIN_STRENGTH, CoRecall
 from .connection import SMALL_INDEX_CACHE_BYTES, connect, is_remote
 from .exact_index import ExactIndex
