@@ -74,7 +74,7 @@ class MemoryTable:
             if is_remote(self.path):
                 raise  # recovery's view of the last good version is built of local symlinks
             cache = self._cache_bytes or SMALL_INDEX_CACHE_BYTES
-            opened = open_last_good(self.path, lambda path: connect(path, cache), exc)
+            opened = open_last_good(Path(self.path), lambda path: connect(path, cache), exc)
             if opened is None:
                 raise
             self.db, handle, self.damage = opened
