@@ -476,6 +476,7 @@ def test_every_store_method_a_service_may_call_is_confined(tmp_path):
     assert [h.record.namespace for h in confined.search(vector, 5)] == ["mine"]
     assert confined.count() == 1 and confined.count(build_filter(namespace="victim")) == 0
     assert confined.get(theirs.id) is None and confined.scan_arrow(["id"]).num_rows == 1
+    assert confined.scan(flt=build_filter(namespace="victim")) == [] and len(confined.scan()) == 1
     with pytest.raises(SpatialMemoryError):
         confined.upsert([MemoryRecord(id=theirs.id, content="overwritten", vector=vector, namespace="mine")])
     assert confined.delete_where(build_filter(namespace="victim")) == []

@@ -77,19 +77,18 @@ class ConfinedStore:
         raise AttributeError(f"Store.{name} is not available to a confined request (storage/confined.py)")
 
     def _call(self, name: str, check: Callable[[ConfinedStore, Any], Any], *args: Any, write: bool, **kwargs: Any):
-        """Call the store's `name` with its `flt` argument confined; `check` then sees the bound
-        arguments (a write, before the call) or the result (a read, which it returns confined)."""
-        signature = _signature(name)
-        bound = signature.bind(*args, **kwargs)
-        if "flt" in signature.parameters:
-            bound.arguments["flt"] = self._confine(bound.arguments.get("flt"), write=write)
+        """Call the store's `name` with its `flt` argument confined; `check` then sees the arguments
+        by name (a write, before the call) or the result (a read, which it returns confined)."""
+        at = _filter_position(name)
+        if at is not None:
+            if len(args) > at:
+                args = (*args[:at], self._confine(args[at], write=write), *args[at + 1 :])
+            else:
+                kwargs["flt"] = self._confine(kwargs.get("flt"), write=write)
         if write:
-            check(self, bound.arguments)
-        result = getattr(self._store, name)(*bound.args, **bound.kwargs)
+            check(self, _signature(name).bind(*args, **kwargs).arguments)
+        result = getattr(self._store, name)(*args, **kwargs)
         return result if write else check(self, result)
-
-    def wraps(self, store: Store) -> bool:
-        return self._store is store
 
     # ---- what the principal may see ---------------------------------------------------------
 
@@ -213,9 +212,21 @@ class ConfinedStore:
 
 @functools.cache
 def _signature(name: str) -> inspect.Signature:
-    """The protocol's signature of `name`, without `self`: where each call's `flt` argument is."""
+    """The protocol's signature of `name`, without `self`."""
     signature = inspect.signature(getattr(Store, name))
     return signature.replace(parameters=list(signature.parameters.values())[1:])
+
+
+@functools.cache
+def _filter_position(name: str) -> int | None:
+    """Where the protocol's method `name` takes its `flt` argument when passed by position; None
+    when it has none."""
+    for position, parameter in enumerate(_signature(name).parameters.values()):
+        if parameter.name == "flt":
+            if parameter.kind is not inspect.Parameter.POSITIONAL_OR_KEYWORD:
+                raise TypeError(f"Store.{name}: its flt must be passable by position or by name")
+            return position
+    return None
 
 
 # ---- what a read returns, confined ----------------------------------------------------------

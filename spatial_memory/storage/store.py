@@ -5,50 +5,48 @@ loop. Writes are serialized by a lock shared by every thread and every process u
 (writer.py); each public write is a single LanceDB commit, so it is either fully applied or not
 at all.
 
-The parts, one concern each, get what they use in their constructors (`_Parts.open` wires them):
+The parts, one concern each, get what they use in their constructors (`MemoryStore._wire`):
 the table (table.py: opening, the model check, reconnecting) and the writer (writer.py: lock,
 commit, retry); reads (reads.py), vector search (vector_search.py), keyword search (fulltext.py),
 recall's candidates (candidate_search.py), the in-memory exact copy (exact_index.py, exact_search.py),
 access counts (access_counts.py, access_ledger.py), writes (writes.py), the version history
 (history.py), relations (relations.py), co-recall links (co_recall.py) and maintenance
-(maintenance.py). This class only forwards: services see it through the `Store` protocol
-(protocol.py); upkeep and tests reach the parts through its public attributes.
+(maintenance.py). This class wires them and forwards each method to the part that does it
+(`Forward`); services see it through the `Store` protocol (protocol.py), and upkeep and tests
+reach the parts through its public attributes.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 import numpy as np
-import pyarrow as pa
 
 from ..errors import SpatialMemoryError, StorageError
 from .access_counts import AccessCounts
 from .access_ledger import AccessLedger
 from .candidate_search import CandidateSearch
-from .candidates import Candidates
-from .co_recall import MIN_STRENGTH, CoRecall
+from .co_recall import CoRecall
 from .connection import SMALL_INDEX_CACHE_BYTES, connect, is_remote
 from .exact_index import ExactIndex
 from .exact_search import ExactSearch
 from .expiry import Expiry
 from .filters import Filter, metadata_matches
 from .fulltext import FullTextSearch
-from .history import RetiredState, VersionHistory
+from .history import VersionHistory
 from .indexing import IndexPolicy, VectorIndexState
 from .maintenance import Maintenance
 from .readonly import read_only_reason
 from .reads import Reads
-from .records import ContentMatch, MemoryRecord, ScoredMemory, utc_now
+from .records import MemoryRecord, ScoredMemory, utc_now
 from .recovery import Damage
-from .relations import Relation, RelationGraph, Relations
-from .schema import NamespaceInfo
+from .relations import Relations
 from .table import MemoryTable
 from .vector_search import NamespaceSearch, VectorSearch
 from .writer import Locks, WriteActivity, Writer
@@ -56,9 +54,14 @@ from .writes import MemoryWrites
 
 log = logging.getLogger(__name__)
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
 
 @dataclass(frozen=True)
 class StoreOptions:
+    """The settings a store opens with (MemoryStore's keyword arguments, config.py's settings)."""
+
     compact_fragment_threshold: int = 24
     version_retention_seconds: int = 60
     lock_timeout_seconds: float = 30.0
@@ -99,6 +102,31 @@ def _open_table(
         raise StorageError(f"cannot open the memory store at {path}: {exc}") from exc
     table.check_model()
     return table, locks, reason
+
+
+class Forward(Generic[P, R]):
+    """A method of the facade that is the same method of one of its parts: `MemoryStore.search` is
+    `VectorSearch.search` on the store's `vector` part (the signature, for type checkers too)."""
+
+    def __init__(self, part: str, method: Callable[Concatenate[Any, P], R]) -> None:
+        self._part = part
+        self._name = method.__name__
+        self.__doc__ = method.__doc__
+
+    @overload
+    def __get__(self, store: None, owner: type[Any]) -> Forward[P, R]: ...
+
+    @overload
+    def __get__(self, store: object, owner: type[Any] | None = None) -> Callable[P, R]: ...
+
+    def __get__(self, store: object | None, owner: type[Any] | None = None) -> Forward[P, R] | Callable[P, R]:
+        if store is None:
+            return self
+        return getattr(getattr(store, self._part), self._name)
+
+    def __call__(self, store: object, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        """Called on the class (`MemoryStore.search(store, ...)`), as a method can be."""
+        return getattr(getattr(store, self._part), self._name)(*args, **kwargs)
 
 
 class MemoryStore:
@@ -208,12 +236,6 @@ class MemoryStore:
     def data_version(self) -> int:
         return self.table.data_version
 
-    def one_version(self, version: int | None = None) -> AbstractContextManager[int]:
-        return self.table.one_version(version)
-
-    def stats(self) -> dict[str, Any]:
-        return self.reads.stats()
-
     def health_facts(self) -> dict[str, Any]:
         """Cheap facts for the health tool: rows, table version, index state, the write lock."""
         writer = self.writer
@@ -229,87 +251,9 @@ class MemoryStore:
             "path": self.table.path,
         }
 
-    # ---- upkeep (runtime/upkeep.py) ----------------------------------------------------------
-
-    def needs_compaction(self) -> bool:
-        return self.maintenance.needs_compaction()
-
-    def compaction_can_wait(self) -> bool:
-        return self.maintenance.compaction_can_wait()
-
-    def fts_may_lag(self) -> bool:
-        return self.maintenance.fts_may_lag()
-
-    def fts_lags(self) -> bool:
-        return self.maintenance.fts_lags()
-
-    def compact(self) -> None:
-        self.maintenance.compact()
-
-    def refresh_exact(self) -> None:
-        self.exact.refresh()
-
-    def purge_expired(self) -> list[str]:
-        return self.writes.purge_expired()
-
-    def record_access(self, counts: dict[str, int], when: datetime | None = None) -> None:
-        self.accesses.record(counts, when)
-
-    def record_co_recall(self, pairs: Mapping[tuple[str, str], int], when: datetime | None = None) -> None:
-        self.co_recall.record(pairs, when)
-
-    # ---- reads -------------------------------------------------------------------------------
-
-    def count(self, flt: Filter | None = None) -> int:
-        return self.reads.count(flt)
-
     def get(self, memory_id: str, *, with_vector: bool = False) -> MemoryRecord | None:
         found = self.reads.get_many([memory_id], with_vectors=with_vector)
         return found[0] if found else None
-
-    def get_many(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[MemoryRecord]:
-        return self.reads.get_many(ids, with_vectors=with_vectors)
-
-    def scan(
-        self, flt: Filter | None = None, *, with_vectors: bool = False, limit: int | None = None
-    ) -> list[MemoryRecord]:
-        return self.reads.scan(flt, with_vectors=with_vectors, limit=limit)
-
-    def nth(self, index: int, flt: Filter | None = None, *, with_vector: bool = False) -> MemoryRecord | None:
-        return self.reads.nth(index, flt, with_vector=with_vector)
-
-    def scan_arrow(self, columns: list[str], flt: Filter | None = None) -> pa.Table:
-        return self.reads.scan_arrow(columns, flt)
-
-    def pinned(self, namespace: str | None, limit: int) -> list[MemoryRecord]:
-        return self.reads.pinned(namespace, limit)
-
-    def neighbours(self, windows: Sequence[tuple[str, int, int]], flt: Filter | None = None) -> list[MemoryRecord]:
-        return self.reads.neighbours(windows, flt)
-
-    def namespaces(self) -> list[NamespaceInfo]:
-        return self.reads.namespaces()
-
-    def search(
-        self,
-        vector: np.ndarray,
-        limit: int,
-        flt: Filter | None = None,
-        *,
-        min_similarity: float = 0.0,
-        with_vectors: bool = False,
-    ) -> list[ScoredMemory]:
-        return self.vector.search(vector, limit, flt, min_similarity=min_similarity, with_vectors=with_vectors)
-
-    def closest_contents(
-        self, vectors: np.ndarray, limit: int, flt: Filter | None = None, *, exact_only: bool = False
-    ) -> list[list[ContentMatch]] | None:
-        return self.vector.closest_contents(vectors, limit, flt, exact_only=exact_only)
-
-    def fts_search(
-        self, text: str, limit: int, flt: Filter | None = None, *, with_vectors: bool = False
-    ) -> list[tuple[MemoryRecord, float]]:
-        return self.fulltext.search(text, limit, flt, with_vectors=with_vectors)
 
     def as_of_search(self, vector: np.ndarray, limit: int, flt: Filter, moment: datetime) -> list[ScoredMemory]:
         """What was current at `moment` nearest to the vector: current rows whose version existed
@@ -325,76 +269,52 @@ class MemoryStore:
         hits.sort(key=lambda h: -h.similarity)
         return hits[:limit]
 
-    def search_candidates(self, vector: np.ndarray, limit: int, flt: Filter | None) -> Candidates:
-        return self.candidates.search(vector, limit, flt)
+    # ---- every other method: the same method of one part ---------------------------------------
 
-    def fts_candidates(self, text: str, limit: int, flt: Filter | None) -> tuple[Candidates, list[float]]:
-        return self.candidates.keyword(text, limit, flt)
-
-    def neighbour_candidates(self, windows: Sequence[tuple[str, int, int]], flt: Filter | None) -> Candidates:
-        return self.candidates.neighbours(windows, flt)
-
-    def materialize(self, candidates: Candidates, indices: Sequence[int]) -> list[MemoryRecord | None]:
-        return self.candidates.materialize(candidates, indices)
-
-    def retired(self, ids: Sequence[str]) -> list[RetiredState]:
-        return self.history.retired(ids)
-
-    def history_arrow(self, flt: Filter | None) -> pa.Table:
-        return self.history.history_arrow(flt)
-
-    def relation_graph(self) -> RelationGraph:
-        return self.relations.graph()
-
-    def relations_of(self, ids: Sequence[str]) -> list[Relation]:
-        return self.relations.of(ids)
-
-    def current_relations(self) -> list[Relation]:
-        return self.relations.current()
-
-    def co_recall_links(self, ids: Iterable[str], *, minimum: float = MIN_STRENGTH) -> list[tuple[str, str, float]]:
-        return self.co_recall.links(ids, minimum=minimum)
-
-    # ---- writes ------------------------------------------------------------------------------
-
-    def exclusive(self) -> AbstractContextManager[None]:
-        return self.writer.exclusive()
-
-    def add(self, records: Sequence[MemoryRecord]) -> None:
-        self.writes.add(records)
-
-    def upsert(self, records: Sequence[MemoryRecord]) -> None:
-        self.writes.upsert(records)
-
-    def replace(self, new_records: Sequence[MemoryRecord], delete_ids: Sequence[str]) -> None:
-        self.writes.replace(new_records, delete_ids)
-
-    def rewrite(self, record: MemoryRecord, previous: MemoryRecord, max_versions: int) -> None:
-        self.writes.rewrite(record, previous, max_versions)
-
-    def supersede(
-        self,
-        successors: Sequence[MemoryRecord],
-        closed: Sequence[MemoryRecord],
-        successor_of: dict[str, str],
-        max_versions: int,
-    ) -> None:
-        self.writes.supersede(successors, closed, successor_of, max_versions)
-
-    def restore_history(self, states: Sequence[RetiredState]) -> None:
-        self.history.restore(states)
-
-    def update_where(self, flt: Filter, values: dict[str, Any]) -> int:
-        return self.writes.update_where(flt, values)
-
-    def delete_ids(self, ids: Iterable[str]) -> list[str]:
-        return self.writes.delete_ids(ids)
-
-    def delete_where(self, flt: Filter, *, live: bool = True, extra: str | None = None) -> list[str]:
-        return self.writes.delete_where(flt, live=live, extra=extra)
-
-    def relate(self, relations: Sequence[Relation]) -> None:
-        self.relations.relate(relations)
-
-    def unrelate(self, source_id: str, target_id: str, relation: str | None) -> list[Relation]:
-        return self.relations.unrelate(source_id, target_id, relation)
+    one_version = Forward("table", MemoryTable.one_version)
+    stats = Forward("reads", Reads.stats)
+    # upkeep's (runtime/upkeep.py)
+    needs_compaction = Forward("maintenance", Maintenance.needs_compaction)
+    compaction_can_wait = Forward("maintenance", Maintenance.compaction_can_wait)
+    fts_may_lag = Forward("maintenance", Maintenance.fts_may_lag)
+    fts_lags = Forward("maintenance", Maintenance.fts_lags)
+    compact = Forward("maintenance", Maintenance.compact)
+    refresh_exact = Forward("exact", ExactSearch.refresh)
+    purge_expired = Forward("writes", MemoryWrites.purge_expired)
+    record_access = Forward("accesses", AccessCounts.record)
+    record_co_recall = Forward("co_recall", CoRecall.record)
+    # reads
+    count = Forward("reads", Reads.count)
+    get_many = Forward("reads", Reads.get_many)
+    scan = Forward("reads", Reads.scan)
+    nth = Forward("reads", Reads.nth)
+    scan_arrow = Forward("reads", Reads.scan_arrow)
+    pinned = Forward("reads", Reads.pinned)
+    neighbours = Forward("reads", Reads.neighbours)
+    namespaces = Forward("reads", Reads.namespaces)
+    search = Forward("vector", VectorSearch.search)
+    closest_contents = Forward("vector", VectorSearch.closest_contents)
+    fts_search = Forward("fulltext", FullTextSearch.search)
+    search_candidates = Forward("candidates", CandidateSearch.search)
+    fts_candidates = Forward("candidates", CandidateSearch.keyword)
+    neighbour_candidates = Forward("candidates", CandidateSearch.neighbours)
+    materialize = Forward("candidates", CandidateSearch.materialize)
+    retired = Forward("history", VersionHistory.retired)
+    history_arrow = Forward("history", VersionHistory.history_arrow)
+    relation_graph = Forward("relations", Relations.graph)
+    relations_of = Forward("relations", Relations.of)
+    current_relations = Forward("relations", Relations.current)
+    co_recall_links = Forward("co_recall", CoRecall.links)
+    # writes
+    exclusive = Forward("writer", Writer.exclusive)
+    add = Forward("writes", MemoryWrites.add)
+    upsert = Forward("writes", MemoryWrites.upsert)
+    replace = Forward("writes", MemoryWrites.replace)
+    rewrite = Forward("writes", MemoryWrites.rewrite)
+    supersede = Forward("writes", MemoryWrites.supersede)
+    update_where = Forward("writes", MemoryWrites.update_where)
+    delete_ids = Forward("writes", MemoryWrites.delete_ids)
+    delete_where = Forward("writes", MemoryWrites.delete_where)
+    restore_history = Forward("history", VersionHistory.restore)
+    relate = Forward("relations", Relations.relate)
+    unrelate = Forward("relations", Relations.unrelate)
