@@ -90,6 +90,9 @@ class ConfinedStore:
         result = getattr(self._store, name)(*args, **kwargs)
         return result if write else check(self, result)
 
+    def wraps(self, store: Store) -> bool:
+        return self._store is store
+
     # ---- what the principal may see ---------------------------------------------------------
 
     def _confine(self, flt: Filter | None, *, write: bool = False) -> Filter:

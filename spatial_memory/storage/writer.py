@@ -97,7 +97,7 @@ class Writer:
 
     def refuse_writes(self, message: str) -> None:
         """From now on every write is refused with this message (a damaged store, served read-only)."""
-        self.lock = self.index_lock = ReadOnlyLock(message)
+        self.lock = ReadOnlyLock(message)
 
     @contextmanager
     def exclusive(self) -> Iterator[None]:
