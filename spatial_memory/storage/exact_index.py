@@ -26,6 +26,7 @@ import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -254,6 +255,7 @@ class ExactIndex:
         # Rows past n belong to no published snapshot yet, so writing them is safe.
         vectors[n : n + m] = np.stack([np.asarray(w.vector, dtype=np.float32) for w in written])
         added = _columns_of(written, self._code, self._session)
+        grown: dict[str, Any] = {name: np.concatenate([getattr(snap, name), values]) for name, values in added.items()}
         summary = _appended_summary(snap.summary, n, rows, m)
         positions = dict(snap.positions)
         positions.update((w.id, n + offset) for offset, w in enumerate(written))
@@ -266,7 +268,7 @@ class ExactIndex:
             current_summary=np.concatenate([snap.current_summary, np.full(m, summary is not None)]),
             alive=np.concatenate([snap.alive, np.ones(m, dtype=bool)]),
             addresses=np.concatenate([snap.addresses, np.full(m, UNKNOWN, dtype=np.int64)]),
-            **{name: np.concatenate([getattr(snap, name), values]) for name, values in added.items()},
+            **grown,
         )
 
     def rebased(self, before: int, after: int) -> None:

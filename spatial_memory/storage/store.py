@@ -246,7 +246,7 @@ class MemoryStore:
             "writes_since_compaction": self.activity.writes,
             "needs_compaction": self.needs_compaction(),
             "exact_copy": self.exact.index.has_copy(),
-            "lock": "read-only" if writer.read_only else writer.lock.probe(),
+            "lock": writer.lock_state(),
             "read_only": writer.read_only_message,
             "path": self.table.path,
         }

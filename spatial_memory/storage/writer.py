@@ -95,6 +95,10 @@ class Writer:
     def read_only_message(self) -> str | None:
         return self.lock.message if isinstance(self.lock, ReadOnlyLock) else None
 
+    def lock_state(self) -> str:
+        """The write lock as health reports it: "read-only", or whether it is free or held."""
+        return "read-only" if isinstance(self.lock, ReadOnlyLock) else self.lock.probe()
+
     def refuse_writes(self, message: str) -> None:
         """From now on every write is refused with this message (a damaged store, served read-only)."""
         self.lock = ReadOnlyLock(message)
