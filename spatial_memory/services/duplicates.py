@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..storage.filters import build_filter
+from ..storage.schema import vectors_of
 
 if TYPE_CHECKING:  # named in annotations only
     from ..storage.protocol import Store
@@ -81,8 +82,6 @@ def closest_stored(
     if total == 0:
         return [[] for _ in vectors]
     if total is not None and total <= EXACT_SCAN_LIMIT:
-        from ..storage.schema import vectors_of
-
         table = store.scan_arrow(["id", "content", "vector"], flt)
         ids = table.column("id").to_pylist()
         contents = table.column("content")

@@ -331,6 +331,7 @@ _FACTS = frozenset(
         "needs_compaction",
         "fts_may_lag",
         "exclusive",  # the write lock: held across a read-modify-write, itself confined
+        "all_or_nothing",  # the same across writes to several tables, each of them confined
     }
 )
 

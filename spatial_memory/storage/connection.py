@@ -59,7 +59,8 @@ def in_one_trip(table, start, columns: list[str], limit: int | None, where: str 
 def take_in_order(table, row_ids: list[int], columns: list[str]):
     """The rows with these row ids (the columns, "_rowid" among them if asked), in the order given,
     in one hand-off; a row gone since its id was read is left out."""
-    import pyarrow as pa  # imported here: see the module docstring
+    # imported here: see the module docstring
+    import pyarrow as pa
     from lancedb.background_loop import LOOP
 
     wanted = [c for c in columns if c != ROW_ID]

@@ -307,6 +307,7 @@ class MemoryStore:
     co_recall_links = Forward("co_recall", CoRecall.links)
     # writes
     exclusive = Forward("writer", Writer.exclusive)
+    all_or_nothing = Forward("writes", MemoryWrites.all_or_nothing)
     add = Forward("writes", MemoryWrites.add)
     upsert = Forward("writes", MemoryWrites.upsert)
     replace = Forward("writes", MemoryWrites.replace)

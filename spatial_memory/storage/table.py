@@ -129,7 +129,7 @@ class MemoryTable:
         self.db, self.handle = db, handle
         return True
 
-    def side_table(self, name: str, schema_of: Callable[[], pa.Schema], *, create: bool) -> Any:
+    def side_table(self, name: str, schema_of: Callable[[], pa.Schema] | None, *, create: bool) -> Any:
         """The small table `name` beside this one (history, relations, co-recall links): None when
         it does not exist yet and `create` is False; `schema_of()` gives its schema when it must be
         created. Opened once per connection (a reconnect reopens it)."""
@@ -141,6 +141,8 @@ class MemoryTable:
             if name in db.list_tables().tables:
                 table = db.open_table(name)
             elif create:
+                if schema_of is None:
+                    raise TypeError(f"the {name} table cannot be created without its schema")
                 try:
                     table = db.create_table(name, schema=schema_of())
                 except (ValueError, OSError):  # another process created it meanwhile

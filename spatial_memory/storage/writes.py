@@ -5,7 +5,8 @@ between them leaves the memory, never a history without it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -19,7 +20,8 @@ from .filters import MAX_LIST_VALUES, Filter, build_filter, unexpired
 from .history import RetiredState, VersionHistory
 from .reads import Reads
 from .records import MemoryRecord, is_uuid
-from .relations import Relations
+from .relations import RELATIONS_TABLE, Relations
+from .schema import HISTORY_TABLE
 from .table import MemoryTable
 from .writer import WriteActivity, Writer
 
@@ -211,6 +213,24 @@ class MemoryWrites:
         with self._writer.lock:
             now = self._clock()
             return self.delete_where(build_filter(ids=ids[:MAX_LIST_VALUES]), live=False, extra=f"NOT {unexpired(now)}")
+
+    @contextmanager
+    def all_or_nothing(self) -> Iterator[None]:
+        """Hold the write lock across writes to several tables, the memories table's commit last:
+        if anything inside fails, the side tables (history, relations) are restored to the versions
+        they had on entry, so the failed writes leave nothing behind (import_memories)."""
+        with self._writer.lock:
+            names = (HISTORY_TABLE, RELATIONS_TABLE)
+            tables = {name: self._table.side_table(name, None, create=False) for name in names}
+            entry = {name: (table.version if table is not None else None) for name, table in tables.items()}
+            try:
+                yield
+            except BaseException:
+                for name in names:
+                    table = self._table.side_table(name, None, create=False)
+                    if table is not None and table.version != (entry[name] or 1):
+                        table.restore(entry[name] or 1)  # created inside: back to its empty first version
+                raise
 
     # ---- memories that change (update_memory, supersedes) --------------------------------
 
