@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..config import Settings
+from .changes import StoreChanges
 from .shutdown import WorkerCalls
 
 if TYPE_CHECKING:  # numpy costs 0.1 s of start-up, before tools/list
@@ -63,6 +64,7 @@ class Resources:
 
         self.upkeep = Upkeep(self)
         self.workers = WorkerCalls()
+        self.changes = StoreChanges()  # every commit to the store, for resource subscriptions
         self.projection_warm = False
 
     def store(self):
@@ -92,6 +94,7 @@ class Resources:
                             refine_factor=self.settings.index_refine_factor,
                         ),
                         read_only=self.settings.read_only,
+                        on_commit=self.changes.committed,
                     )
                     if self._store.fts_lags():
                         # A store left with many rows outside its full-text index (a server that

@@ -138,8 +138,10 @@ class MemoryStore(
         index_policy: IndexPolicy | None = None,
         clock: Callable[[], datetime] = utc_now,
         read_only: bool = False,
+        on_commit: Callable[[], None] | None = None,
     ) -> None:
         self.model_id = model_id
+        self._on_commit = on_commit  # told after every commit (runtime/changes.py)
         self.now = clock  # every expiry is judged by it (tests move it)
         self._expiry_at_version: tuple[int, float] | None = None
         self._pinned = threading.local()  # the version `one_version` read, per thread
@@ -645,6 +647,8 @@ class MemoryStore(
                 except Exception:  # noqa: BLE001 - the copy only speeds searches up
                     log.debug("exact index update failed", exc_info=True)
                     self._exact.invalidate()
+            if self._on_commit is not None:
+                self._on_commit()
             return result
 
     def _attempt(

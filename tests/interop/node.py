@@ -63,15 +63,15 @@ def cache_root() -> Path:
     return base / "spatial-memory-mcp-tests" / "node"
 
 
-def pinned_hash() -> str:
+def pinned_hash(here: Path = HERE) -> str:
     digest = hashlib.sha256()
     for name in PINNED_FILES:
-        digest.update(name.encode() + b"\0" + (HERE / name).read_bytes() + b"\0")
+        digest.update(name.encode() + b"\0" + (here / name).read_bytes() + b"\0")
     return digest.hexdigest()[:16]
 
 
-def pinned_versions() -> dict[str, str]:
-    return json.loads((HERE / "package.json").read_text())["dependencies"]
+def pinned_versions(here: Path = HERE) -> dict[str, str]:
+    return json.loads((here / "package.json").read_text())["dependencies"]
 
 
 class _FileLock:
@@ -158,12 +158,14 @@ class NodeTools:
         return [self.node, str((package / entry).resolve())]
 
 
-def _expected_files(directory: Path) -> list[Path]:
+def _expected_files(directory: Path, here: Path = HERE) -> list[Path]:
     modules = directory / "node_modules"
-    return [modules / name / "package.json" for name in pinned_versions()]
+    return [modules / name / "package.json" for name in pinned_versions(here)]
 
 
-def _install(root: Path, key: str) -> Path:
+def _install(root: Path, key: str, here: Path = HERE, rebuild: tuple[str, ...] = ()) -> Path:
+    """`npm ci` without install scripts, then `npm rebuild` of the packages named in `rebuild`
+    only (their install scripts run: the `node` package's fetches its platform's binary)."""
     target = root / key
     npm = shutil.which("npm")
     if npm is None:
@@ -172,7 +174,7 @@ def _install(root: Path, key: str) -> Path:
     temporary.mkdir()
     try:
         for name in PINNED_FILES:
-            shutil.copyfile(HERE / name, temporary / name)
+            shutil.copyfile(here / name, temporary / name)
         env = dict(os.environ)
         env.update(
             {
@@ -206,13 +208,26 @@ def _install(root: Path, key: str) -> Path:
         if done.returncode != 0:
             unavailable(
                 f"`{' '.join(command)}` in {temporary} failed with exit status {done.returncode} "
-                f"(is the npm registry reachable? pinned: {pinned_versions()}); its output:\n"
+                f"(is the npm registry reachable? pinned: {pinned_versions(here)}); its output:\n"
                 f"{_tail(done.stdout + done.stderr)}"
             )
-        missing = [str(p) for p in _expected_files(temporary) if not p.is_file()]
+        if rebuild:
+            command = [npm, "rebuild", *rebuild, "--foreground-scripts", "--loglevel=warn"]
+            done = subprocess.run(
+                command,
+                cwd=temporary,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=INSTALL_TIMEOUT_SECONDS,
+                stdin=subprocess.DEVNULL,
+            )
+            if done.returncode != 0:
+                unavailable(f"`{' '.join(command)}` failed ({done.returncode}):\n{_tail(done.stdout + done.stderr)}")
+        missing = [str(p) for p in _expected_files(temporary, here) if not p.is_file()]
         if missing:
             unavailable(f"npm ci finished but these are missing: {missing}")
-        (temporary / ".complete").write_text(json.dumps({"pinned": pinned_versions(), "at": time.time()}))
+        (temporary / ".complete").write_text(json.dumps({"pinned": pinned_versions(here), "at": time.time()}))
         if target.exists():  # a directory without .complete: not ours to trust
             shutil.rmtree(target, ignore_errors=True)
         os.replace(temporary, target)
@@ -242,8 +257,13 @@ def node_tools() -> NodeTools:
         unavailable(f"`node --version` gave {version!r}")
     if int(match.group(1)) < MIN_NODE_MAJOR:
         unavailable(f"node {version} is too old (need {MIN_NODE_MAJOR} or newer)")
+    return NodeTools(node, version or "?", installed())
+
+
+def installed(here: Path = HERE, rebuild: tuple[str, ...] = ()) -> Path:
+    """The cache directory holding the packages pinned in `here`, installed on first use."""
     root = cache_root()
-    key = pinned_hash()
+    key = pinned_hash(here)
     target = root / key
     if not (target / ".complete").is_file():
         try:
@@ -251,10 +271,27 @@ def node_tools() -> NodeTools:
             with _FileLock(root / f"{key}.lock", LOCK_TIMEOUT_SECONDS):
                 if not (target / ".complete").is_file():  # another process may have installed it meanwhile
                     _remove_stale_temporaries(root, key)
-                    _install(root, key)
+                    _install(root, key, here, rebuild)
         except (OSError, TimeoutError) as exc:
             unavailable(f"could not install the pinned node packages into {root}: {exc}")
-    return NodeTools(node, version or "?", target)
+    return target
+
+
+CONFORMANCE = HERE / "conformance"
+
+
+def conformance_suite() -> tuple[str, Path]:
+    """Node 22 (the npm package `node`, which the suite needs) and the suite's entry point, from
+    the packages pinned in conformance/ (installed into the cache like the others)."""
+    if shutil.which("npm") is None:
+        unavailable("npm is not on PATH")
+    directory = installed(CONFORMANCE, rebuild=("node",))
+    node = directory / "node_modules" / "node" / "bin" / "node"
+    if not node.is_file():
+        unavailable(f"the npm package node did not install its binary at {node}")
+    package = directory / "node_modules" / "@modelcontextprotocol" / "conformance"
+    entry = json.loads((package / "package.json").read_text())["bin"]["conformance"]
+    return str(node), (package / entry).resolve()
 
 
 # ---- the driver ------------------------------------------------------------------------------
