@@ -20,7 +20,7 @@ import logging
 import weakref
 from collections.abc import Coroutine
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mcp.server.connection import allowed_log_levels
@@ -46,6 +46,7 @@ _PYTHON_FLOOR = {
     "emergency": logging.CRITICAL + 10,
 }
 _LEVEL_KEY = "spatial_memory.log_level"
+FLUSH_SECONDS = 2.0
 
 
 def mcp_level(levelno: int) -> str:
@@ -66,6 +67,8 @@ class _Request:
     request_id: Any
     connection: Any
     allowed: frozenset[str]  # 2026-07-28: the levels this request's `_meta` asked for
+    # Records on their way: sent before the response, after which the request's stream is closed.
+    sending: list[Any] = field(default_factory=list)
 
 
 _REQUEST: ContextVar[_Request | None] = ContextVar("spatial_memory_log_request", default=None)
@@ -97,7 +100,8 @@ class ClientLogHandler(logging.Handler):
         request = _REQUEST.get()
         if request is not None:
             if _wants(request, level):
-                self._send(request.loop, request.session.send_notification(_notification(params), request.request_id))
+                message = request.session.send_notification(_notification(params), request.request_id)
+                request.sending.append(self._send(request.loop, message))
             return
         if not self.broadcast or self._loop is None:
             return
@@ -105,7 +109,9 @@ class ClientLogHandler(logging.Handler):
             if _at_least(level, connection.state.get(_LEVEL_KEY)):
                 self._send(self._loop, connection.outbound.notify("notifications/message", params))
 
-    def _send(self, loop: asyncio.AbstractEventLoop, message: Coroutine[Any, Any, None]) -> None:
+    def _send(self, loop: asyncio.AbstractEventLoop, message: Coroutine[Any, Any, None]) -> Any:
+        """Send on `loop` from any thread; returns the task (or a thread's future), None if not sent."""
+
         async def send() -> None:
             _SENDING.set(True)  # this task's own context
             try:
@@ -119,11 +125,13 @@ class ClientLogHandler(logging.Handler):
             running = None
         try:
             if running is loop:
-                _keep(loop.create_task(send()))
-            else:
-                asyncio.run_coroutine_threadsafe(send(), loop)
+                task = loop.create_task(send())
+                _keep(task)
+                return task
+            return asyncio.run_coroutine_threadsafe(send(), loop)
         except RuntimeError:  # the loop has closed
             message.close()
+            return None
 
 
 _TASKS: set[asyncio.Task[None]] = set()
@@ -132,6 +140,13 @@ _TASKS: set[asyncio.Task[None]] = set()
 def _keep(task: asyncio.Task[None]) -> None:
     _TASKS.add(task)
     task.add_done_callback(_TASKS.discard)
+
+
+async def _flush(request: _Request) -> None:
+    """Let the request's records reach its stream before its response ends the stream."""
+    pending = [p if isinstance(p, asyncio.Future) else asyncio.wrap_future(p) for p in request.sending if p is not None]
+    if pending:
+        await asyncio.wait(pending, timeout=FLUSH_SECONDS)
 
 
 def _notification(params: dict[str, Any]) -> Any:
@@ -177,6 +192,7 @@ def register_client_logging(server: SpatialMemoryMCPServer, *, broadcast: bool) 
             return await call_next(ctx)
         finally:
             _REQUEST.reset(reset)
+            await _flush(request)
 
     lowlevel.add_request_handler("logging/setLevel", SetLevelRequestParams, set_level)
     server.middleware.append(bind_request)
