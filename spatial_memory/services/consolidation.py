@@ -21,6 +21,7 @@ from ..errors import (
 from ..limits import DUPLICATE_SIMILARITY
 from ..storage.filters import build_filter
 from ..storage.records import MemoryRecord, Provenance, as_utc
+from ..transport.progress import report_progress
 from .base import Service
 from .lifecycle import DECAY_STATE_KEY
 from .results import (
@@ -30,6 +31,9 @@ from .results import (
 
 STRATEGIES = ("keep_newest", "keep_oldest", "keep_highest_importance", "merge_content")
 CONSOLIDATED_FROM_KEY = "consolidated_from"
+
+
+CONSOLIDATE_STEPS = 4
 
 
 class ConsolidationService(Service):
@@ -63,9 +67,12 @@ class ConsolidationService(Service):
             if not records:
                 raise NamespaceNotFoundError(f"Namespace not found: '{namespace}'. Use namespaces to list them.")
             records.sort(key=lambda r: (r.created_at, r.id))
+            # read, grouped, merged (new texts embedded), committed
+            report_progress(1, CONSOLIDATE_STEPS, "memories read", source="steps")
             vectors = np.stack([np.asarray(r.vector, dtype=np.float32) for r in records])
             all_groups = self._duplicate_groups(records, vectors, similarity_threshold)
             groups = all_groups[:max_groups]
+            report_progress(2, CONSOLIDATE_STEPS, f"{len(groups)} groups found", source="steps")
 
             plans = []
             for group in groups:
@@ -81,6 +88,7 @@ class ConsolidationService(Service):
                     fresh = self._r.embedder.embed_documents([k.content for k in to_embed])
                     for record, vector in zip(to_embed, fresh, strict=True):
                         record.vector = np.asarray(vector, dtype=np.float32)
+                report_progress(3, CONSOLIDATE_STEPS, "merged", source="steps")
                 origin = provenance or Provenance(via="consolidate")
                 new_records = [
                     dc_replace(p[2], provenance=origin.but(derived_from=tuple(m.id for m in (p[0], *p[1]))))

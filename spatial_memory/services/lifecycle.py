@@ -53,6 +53,7 @@ from ..errors import (
 )
 from ..storage.filters import build_filter
 from ..storage.records import MemoryRecord, as_utc, iso
+from ..transport.progress import report_progress
 from .base import Service
 from .results import (
     DecayedMemory,
@@ -112,6 +113,7 @@ class LifecycleService(Service):
             records = [
                 r for r in store.scan(build_filter(namespace=namespace), with_vectors=not dry_run) if not r.pinned
             ]
+            report_progress(1, 3, "memories read", source="steps")  # read, decayed, written
             if not records:
                 return DecayResult(
                     memories_analyzed=0, memories_decayed=0, avg_decay_factor=1.0, decayed_memories=[], dry_run=dry_run
@@ -137,6 +139,7 @@ class LifecycleService(Service):
             dropped = new.astype(np.float32) < current.astype(np.float32)  # as stored (float32)
             changed = dropped & ((current - new >= MIN_DECAY_CHANGE) | (new <= min_importance))
 
+            report_progress(2, 3, "decay computed", source="steps")
             details: list[DecayedMemory] = []
             updates: list[MemoryRecord] = []
             for i in np.flatnonzero(changed).tolist():
