@@ -85,11 +85,6 @@ def internal_failure(where: str) -> CallToolResult:
 PROGRESS_INTERVAL = 0.25  # seconds between progress notifications at most
 
 
-def _wants_progress(ctx: Context) -> bool:
-    meta = ctx.request_context.meta or {}
-    return bool(meta.get("progressToken") or meta.get("progress_token"))
-
-
 async def _send_progress(ctx: Context, progress: Progress, note: str | None, finished: anyio.Event) -> None:
     """The work's own progress (done of total) as it grows, the last value included. With `note`,
     until the work reports any, a heartbeat every second (elapsed seconds, no total); real progress
@@ -128,9 +123,9 @@ def in_worker(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
 
 
 async def _run_with_progress(fn: Callable[[Any], Any], app: Any, ctx: Context, note: str | None) -> Any:
+    # Every call: whether the client asked for progress is the SDK's to know (a token over JSON-RPC,
+    # a callback in process); ctx.report_progress sends nothing when it did not.
     fn = in_worker(fn)
-    if not _wants_progress(ctx):
-        return await anyio.to_thread.run_sync(fn, app, abandon_on_cancel=True)
     outcome: Any = None
     error: BaseException | None = None
     async with anyio.create_task_group() as group:
