@@ -3,12 +3,15 @@
 # Signatures use the argument types built per server (arguments.py): no postponed annotations here.
 from typing import Annotated
 
+from mcp.server.elicitation import ElicitationResult
 from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.resolve import Resolve
 from mcp.types import CallToolResult
 
 from ..services.results import DeleteNamespaceResult, NamespacesResult, RenameNamespaceResult, StatsResult
 from .arguments import Arguments
 from .calls import CHANGING, DESTRUCTIVE, READ_ONLY, call
+from .confirmation import Confirmation, confirm_namespace_deletion, confirmed
 from .registry import ToolSet
 
 
@@ -35,9 +38,12 @@ def register(tools: ToolSet, a: Arguments) -> None:
         ctx: Context,
         confirm: bool = False,
         dry_run: bool = True,
+        # Not an argument: filled by asking the user where the client can (confirmation.py).
+        answer: Annotated[ElicitationResult[Confirmation], Resolve(confirm_namespace_deletion)] = None,
     ) -> Annotated[CallToolResult, DeleteNamespaceResult]:
         """Delete every memory in a namespace. Preview with dry_run=true (the default); deleting needs confirm=true."""
-        return await call(ctx, lambda app: app.namespaces.delete_namespace(namespace, confirm=confirm, dry_run=dry_run))
+        sure = confirmed(answer)
+        return await call(ctx, lambda app: app.namespaces.delete_namespace(namespace, confirm=sure, dry_run=dry_run))
 
     @tools.tool(CHANGING)
     async def rename_namespace(
