@@ -307,7 +307,14 @@ class TsClient:
     `step()` sends one step and returns the driver's answer line (see driver.mjs); `connected` is
     the first line (server info, capabilities, tools/list)."""
 
-    def __init__(self, tools: NodeTools, server: dict[str, Any], log_path: Path, timeout: float = 300.0) -> None:
+    def __init__(
+        self,
+        tools: NodeTools,
+        server: dict[str, Any],
+        log_path: Path,
+        timeout: float = 300.0,
+        header: dict[str, Any] | None = None,
+    ) -> None:
         self.log_path = log_path
         self.timeout = timeout
         self._log = open(log_path, "wb")  # noqa: SIM115 - closed in close()
@@ -321,7 +328,8 @@ class TsClient:
         self._lines: queue.Queue[bytes | None] = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
-        self._send({"server": server, "timeoutMs": int(timeout * 1000)})
+        # `header`: the driver's options beside the server (its "sdk", "mode", "elicitation").
+        self._send({"server": server, "timeoutMs": int(timeout * 1000), **(header or {})})
         self.connected = self._next(timeout)
         if "fatal" in self.connected or not self.connected.get("connected"):
             raise DriverError(f"the TypeScript client could not connect: {self.connected}; log:\n{self.log_tail()}")
