@@ -1,6 +1,11 @@
 """Build the MCP Bundle (.mcpb) of this checkout: Claude Desktop installs the server by opening it.
 
-    python bundle/build.py [--output DIR]      writes DIR/spatial-memory-mcp-<version>.mcpb (default DIR: dist)
+    python bundle/build.py [--output DIR] [--repository https://github.com/OWNER/REPO]
+
+writes DIR/spatial-memory-mcp-<version>.mcpb (default DIR: dist) and, given the GitHub repository
+the bundle is released from, DIR/server.json for the MCP Registry: the bundle as an `mcpb` package
+at that repository's release v<version>, with its SHA-256 (publish it with `mcp-publisher publish`
+in DIR after uploading the bundle to the release).
 
 The bundle (manifest 0.4, server type `uv`) holds the package source, pyproject.toml and uv.lock,
 never an environment: the host runs `uv run --frozen` in the unpacked directory, which installs
@@ -13,8 +18,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import os
+import re
 import sys
 import tempfile
 import zipfile
@@ -100,11 +107,48 @@ def build(output: Path) -> Path:
     return target
 
 
+REGISTRY_SCHEMA = "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json"
+GITHUB = re.compile(r"^https://github\.com/([A-Za-z0-9-]+)/([A-Za-z0-9._-]+?)/?$")
+
+
+def registry_entry(bundle: Path, repository: str) -> dict:
+    """server.json: the bundle as released at `repository` (a GitHub URL), with its SHA-256."""
+    found = GITHUB.match(repository)
+    if found is None:
+        raise SystemExit(f"--repository must be https://github.com/OWNER/REPO, not {repository!r}")
+    owner, name = found.groups()
+    described = json.loads(zipfile.ZipFile(bundle).read("manifest.json"))
+    version = described["version"]
+    return {
+        "$schema": REGISTRY_SCHEMA,
+        "name": f"io.github.{owner}/{name}",
+        "title": described["display_name"],
+        "description": described["description"][:100],
+        "version": version,
+        "repository": {"url": f"https://github.com/{owner}/{name}", "source": "github"},
+        "packages": [
+            {
+                "registryType": "mcpb",
+                "identifier": f"https://github.com/{owner}/{name}/releases/download/v{version}/{bundle.name}",
+                "version": version,
+                "fileSha256": hashlib.sha256(bundle.read_bytes()).hexdigest(),
+                "transport": {"type": "stdio"},
+            }
+        ],
+    }
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Build the MCP Bundle (.mcpb) of this checkout.")
     parser.add_argument("--output", type=Path, default=ROOT / "dist", help="directory to write it to (default: dist)")
+    parser.add_argument("--repository", help="the GitHub repository it is released from: also write server.json")
     args = parser.parse_args(argv)
-    print(build(args.output))
+    bundle = build(args.output)
+    print(bundle)
+    if args.repository:
+        target = args.output / "server.json"
+        target.write_text(json.dumps(registry_entry(bundle, args.repository), indent=2) + "\n")
+        print(target)
 
 
 if __name__ == "__main__":

@@ -24,15 +24,15 @@ from .interop.node import cache_root, node_tools, unavailable
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def build(output: Path) -> Path:
+def build(output: Path, *options: str) -> Path:
     done = subprocess.run(
-        [sys.executable, str(ROOT / "bundle" / "build.py"), "--output", str(output)],
+        [sys.executable, str(ROOT / "bundle" / "build.py"), "--output", str(output), *options],
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
-    return Path(done.stdout.strip())
+    return Path(done.stdout.splitlines()[0])
 
 
 def mcpb(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -112,3 +112,22 @@ def test_unpacked_as_a_host_does_it_starts_and_lists_its_tools(tmp_path):
     assert listed == [t["name"] for t in manifest["tools"]]
     # The bundle's own environment ran it, not this checkout's.
     assert (installed / ".venv").is_dir()
+
+
+def test_the_registry_entry_validates_against_the_registry_schema(tmp_path):
+    import hashlib
+
+    import jsonschema
+
+    bundle = build(tmp_path, "--repository", "https://github.com/example-owner/spatial-memory-mcp")
+    entry = json.loads((tmp_path / "server.json").read_text())
+    schema = json.loads((ROOT / "tests" / "fixtures" / "registry" / "server.schema.json").read_text())
+    validator = jsonschema.Draft7Validator(schema, format_checker=jsonschema.Draft7Validator.FORMAT_CHECKER)
+    assert list(validator.iter_errors(entry)) == []
+    package = entry["packages"][0]
+    assert entry["name"] == "io.github.example-owner/spatial-memory-mcp"
+    assert package["fileSha256"] == hashlib.sha256(bundle.read_bytes()).hexdigest()
+    assert package["identifier"].endswith(f"/releases/download/v{entry['version']}/{bundle.name}")
+    # The check can fail: an mcpb package without its hash is refused.
+    del package["fileSha256"]
+    assert list(validator.iter_errors(entry))
