@@ -1,7 +1,8 @@
 """Node.js plumbing for the TypeScript interop tests (tests/test_interop_typescript.py).
 
-The pinned packages (package.json + package-lock.json beside this file) are installed once per
-machine into a cache directory named after the hash of those two files:
+The pinned packages (package.json + package-lock.json beside this file; the conformance suite and
+the Node 22 it needs in conformance/) are installed once per machine into a cache directory named
+after the hash of those two files:
 
     $SPATIAL_MEMORY_TEST_NODE_CACHE, or ${XDG_CACHE_HOME:-~/.cache}/spatial-memory-mcp-tests/node
         <hash>/            node_modules, driver-<hash>.mjs, .complete
@@ -187,43 +188,33 @@ def _install(root: Path, key: str, here: Path = HERE, rebuild: tuple[str, ...] =
                 "npm_config_fetch_retry_maxtimeout": "20000",
             }
         )
-        command = [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=warn"]
-        try:
-            done = subprocess.run(
-                command,
-                cwd=temporary,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=INSTALL_TIMEOUT_SECONDS,
-                stdin=subprocess.DEVNULL,
-            )
-        except subprocess.TimeoutExpired as exc:
-            output = (exc.stdout or "") + (exc.stderr or "")
-            output = output.decode(errors="replace") if isinstance(output, bytes) else output
-            unavailable(
-                f"`{' '.join(command)}` in {temporary} did not finish in {INSTALL_TIMEOUT_SECONDS:.0f} s "
-                f"(is the npm registry reachable?); its output:\n{_tail(output)}"
-            )
-        if done.returncode != 0:
-            unavailable(
-                f"`{' '.join(command)}` in {temporary} failed with exit status {done.returncode} "
-                f"(is the npm registry reachable? pinned: {pinned_versions(here)}); its output:\n"
-                f"{_tail(done.stdout + done.stderr)}"
-            )
+        commands = [[npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=warn"]]
         if rebuild:
-            command = [npm, "rebuild", *rebuild, "--foreground-scripts", "--loglevel=warn"]
-            done = subprocess.run(
-                command,
-                cwd=temporary,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=INSTALL_TIMEOUT_SECONDS,
-                stdin=subprocess.DEVNULL,
-            )
+            commands.append([npm, "rebuild", *rebuild, "--foreground-scripts", "--loglevel=warn"])
+        for command in commands:
+            try:
+                done = subprocess.run(
+                    command,
+                    cwd=temporary,
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    timeout=INSTALL_TIMEOUT_SECONDS,
+                    stdin=subprocess.DEVNULL,
+                )
+            except subprocess.TimeoutExpired as exc:
+                output = (exc.stdout or "") + (exc.stderr or "")
+                output = output.decode(errors="replace") if isinstance(output, bytes) else output
+                unavailable(
+                    f"`{' '.join(command)}` in {temporary} did not finish in {INSTALL_TIMEOUT_SECONDS:.0f} s "
+                    f"(is the npm registry reachable?); its output:\n{_tail(output)}"
+                )
             if done.returncode != 0:
-                unavailable(f"`{' '.join(command)}` failed ({done.returncode}):\n{_tail(done.stdout + done.stderr)}")
+                unavailable(
+                    f"`{' '.join(command)}` in {temporary} failed with exit status {done.returncode} "
+                    f"(is the npm registry reachable? pinned: {pinned_versions(here)}); its output:\n"
+                    f"{_tail(done.stdout + done.stderr)}"
+                )
         missing = [str(p) for p in _expected_files(temporary, here) if not p.is_file()]
         if missing:
             unavailable(f"npm ci finished but these are missing: {missing}")
