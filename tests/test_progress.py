@@ -64,7 +64,7 @@ async def test_long_calls_report_done_of_total(tmp_path):
             ("visualize", {"namespace": NS, "max_memories": 200}, 4.0),
             ("consolidate", {"namespace": NS, "dry_run": False, "similarity_threshold": 0.99}, 4.0),
             ("decay", {"namespace": NS, "dry_run": False}, 3.0),
-            ("export_memories", {"output_path": "all.json"}, 3.0),
+            ("export_memories", {"output_path": "all.json", "include_vectors": False}, 3.0),
         ):
             steps = Recorder()
             result = await client.call_tool(name, arguments, progress_callback=steps)
@@ -74,6 +74,17 @@ async def test_long_calls_report_done_of_total(tmp_path):
             real = [(p, t) for p, t, _ in steps.seen if t is not None]
             assert real and {t for _, t in real} == {total}, (name, steps.seen)
             assert all(0 < p <= total for p, _ in real), (name, steps.seen)
+
+        # An import whose file has no vectors embeds every memory: done of total is the texts embedded.
+        imported = Recorder()
+        arguments = {"source_path": "all.json", "namespace_override": "again", "dry_run": False}
+        result = await client.call_tool(
+            "import_memories", {**arguments, "regenerate_embeddings": True}, progress_callback=imported
+        )
+        assert not result.is_error, result.content[0].text
+        count = json.loads(result.content[0].text)["memories_imported"]
+        imported.check_growing()
+        assert imported.seen and {t for _, t, _ in imported.seen} == {float(count)} and imported.seen[-1][0] == count
 
 
 async def test_a_cancelled_batch_writes_nothing_and_the_server_goes_on(tmp_path):
