@@ -165,7 +165,11 @@ class ListenBus:
     def subscribe(self, listener: Callable[[ServerEvent], None]) -> Callable[[], None]:
         key = object()
         self._listeners[key] = (_LISTEN_STREAM.get(), listener)  # the SDK subscribes inside our wrapper
-        return lambda: self._listeners.pop(key, None) and None
+
+        def unsubscribe() -> None:
+            self._listeners.pop(key, None)
+
+        return unsubscribe
 
     async def deliver(self, stream: object, uri: str) -> None:
         for owner, listener in list(self._listeners.values()):
