@@ -11,8 +11,8 @@ from ..errors import InsufficientMemoriesError, MemoryNotFoundError, Visualizati
 from ..runtime.resources import Resources
 from ..storage.filters import build_filter
 from ..storage.records import MemoryRecord
-from ..text import render
 from ..transport.progress import report_progress
+from . import render
 from .cache import VersionedCache
 from .results import VisualCluster, VisualEdge, VisualizeResult, VisualNode
 
