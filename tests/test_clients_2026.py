@@ -67,7 +67,10 @@ def every_tool_through_typescript(node, tmp_path: Path, server: dict[str, Any], 
 def test_the_typescript_2x_client_drives_every_tool_at_both_protocol_versions_over_stdio(node, tmp_path):
     exchange = tmp_path / "legacy" / "exchange"
     legacy = every_tool_through_typescript(
-        node, tmp_path / "legacy", server_spec(new_store(tmp_path / "legacy", "store"), **exchange_env(exchange)), sdk="2"
+        node,
+        tmp_path / "legacy",
+        server_spec(new_store(tmp_path / "legacy", "store"), **exchange_env(exchange)),
+        sdk="2",
     )
     exchange = tmp_path / "modern" / "exchange"
     modern = every_tool_through_typescript(
@@ -174,4 +177,3 @@ def test_resource_updates_reach_the_typescript_clients(node, tmp_path, sdk, mode
         answers = client.steps(steps)
     updated = answers[-1]["result"]["uris"]
     assert set(updated) == set(watched), updated
-

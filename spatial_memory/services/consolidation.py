@@ -35,7 +35,6 @@ STRATEGIES = ("keep_newest", "keep_oldest", "keep_highest_importance", "merge_co
 CONSOLIDATED_FROM_KEY = "consolidated_from"
 
 
-
 CONSOLIDATE_STEPS = 4  # read, grouped, merged (new texts embedded), committed
 
 
