@@ -65,21 +65,12 @@ def every_tool_through_typescript(node, tmp_path: Path, server: dict[str, Any], 
 
 @pytest.mark.slow
 def test_the_typescript_2x_client_drives_every_tool_at_both_protocol_versions_over_stdio(node, tmp_path):
-    exchange = tmp_path / "legacy" / "exchange"
-    legacy = every_tool_through_typescript(
-        node,
-        tmp_path / "legacy",
-        server_spec(new_store(tmp_path / "legacy", "store"), **exchange_env(exchange)),
-        sdk="2",
-    )
-    exchange = tmp_path / "modern" / "exchange"
-    modern = every_tool_through_typescript(
-        node,
-        tmp_path / "modern",
-        server_spec(new_store(tmp_path / "modern", "store"), **exchange_env(exchange)),
-        sdk="2",
-        mode="2026-07-28",
-    )
+    def over_stdio(root: Path, **header: Any) -> dict[str, Any]:
+        spec = server_spec(new_store(root, "store"), **exchange_env(root / "exchange"))
+        return every_tool_through_typescript(node, root, spec, **header)
+
+    legacy = over_stdio(tmp_path / "legacy", sdk="2")
+    modern = over_stdio(tmp_path / "modern", sdk="2", mode="2026-07-28")
     assert legacy["connected"]["protocolVersion"] == "2025-11-25"
     assert modern["connected"]["protocolVersion"] == "2026-07-28"
     assert modern["tools"] == legacy["tools"]  # the same tools, schemas and all

@@ -11,6 +11,7 @@ scenario that passes, and so does this test. Without npm it is skipped, except u
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 
 from .http_server import HttpServer
@@ -62,7 +63,8 @@ def test_the_official_conformance_suite_passes_but_for_the_fixture_scenarios(tmp
     assert done.returncode == 0, f"{output[-6000:]}\nserver log:\n{log[-4000:]}"
     results: dict[str, list[str]] = {}
     for checks in (tmp_path / "results").glob("*/checks.json"):
-        scenario = checks.parent.name.removeprefix("server-").rsplit("-20", 1)[0]
+        # <results>/server-<scenario>-<ISO timestamp>/checks.json
+        scenario = re.sub(r"-\d{4}-\d{2}-\d{2}T[\d-]+Z$", "", checks.parent.name.removeprefix("server-"))
         results[scenario] = [c["status"] for c in json.loads(checks.read_text())]
     passed = {name for name, statuses in results.items() if statuses and all(s == "SUCCESS" for s in statuses)}
     assert MUST_PASS <= passed, (sorted(MUST_PASS - passed), output[-4000:])
