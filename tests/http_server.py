@@ -40,14 +40,20 @@ class HttpServer:
             stderr=self._log,
         )
         deadline = time.monotonic() + 120
-        while True:
-            assert self.process.poll() is None, self.log()
-            assert time.monotonic() < deadline, f"the HTTP server did not start:\n{self.log()}"
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=5).close()  # listening
-                return self
-            except OSError:
-                time.sleep(0.1)
+        try:
+            while True:
+                assert self.process.poll() is None, self.log()
+                assert time.monotonic() < deadline, f"the HTTP server did not start:\n{self.log()}"
+                try:
+                    socket.create_connection(("127.0.0.1", self.port), timeout=5).close()  # listening
+                    return self
+                except OSError:
+                    time.sleep(0.1)
+        except BaseException:  # __exit__ is not called when __enter__ fails: leave no server behind
+            self.process.kill()
+            self.process.wait(30)
+            self._log.close()
+            raise
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
