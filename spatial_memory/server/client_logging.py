@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcp.server.connection import allowed_log_levels
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp_types import EmptyResult, SetLevelRequestParams
+from mcp_types import EmptyResult, LoggingMessageNotification, LoggingMessageNotificationParams, SetLevelRequestParams
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .subscriptions import _connection
@@ -150,8 +150,6 @@ async def _flush(request: _Request) -> None:
 
 
 def _notification(params: dict[str, Any]) -> Any:
-    from mcp_types import LoggingMessageNotification, LoggingMessageNotificationParams
-
     return LoggingMessageNotification(params=LoggingMessageNotificationParams(**params))
 
 
