@@ -27,7 +27,7 @@ BUILD = {
 
 # The 2.4 client negotiating the 2026-07-28 revision: the Python SDK advertises extensions only
 # there (its 2025-11-25 capabilities have no `extensions` field).
-V2 = {"sdk": "2", "versionNegotiation": {"mode": "auto"}}
+V2 = {"sdk": "2", "mode": "auto"}
 
 
 def succeeded(answer: dict) -> dict:

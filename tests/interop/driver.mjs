@@ -6,10 +6,7 @@
 //   node driver.mjs < lines           the first stdin line is the header, every later line a step;
 //                                     each answer line is printed as soon as the step finishes
 //
-// Header / scenario: {"server": {"command", "args", "env", "cwd"}, "timeoutMs"?, "sdk"?, "steps"?: [...]}.
-// "sdk": "2" connects with the 2.x client (@modelcontextprotocol/client, stdio only) instead of
-// the 1.x one, and enables the skills steps (its Skills extension SkillsClient); "versionNegotiation"
-// is its option of that name ({"mode": "auto"}: the 2026-07-28 revision when the server has it).
+// Header / scenario: {"server": {"command", "args", "env", "cwd"}, "timeoutMs"?, "steps"?: [...]}.
 // The server's stderr goes to this process's stderr. With {"server": {"url", "headers"?}} the client
 // connects to that URL with the SDK's StreamableHTTPClientTransport, sending the headers (an
 // Authorization bearer token) with every request.
@@ -23,12 +20,17 @@
 //   {"prompt": "<name>", "arguments": {...}}  client.getPrompt
 //   {"complete": {"ref", "argument", "context"?}}  client.complete (completion/complete)
 //   {"ping": true}
-//   {"skills": "list"}                       SkillsClient.list() (header "sdk": "2" only): the valid
-//                                            entries, refused ones, ttlMs, cacheScope
-//   {"skills": "get", "uri": "..."}          SkillsClient.get(uri)
-//   {"skills": "read", "uri": "...", "entry"?: {...}}  SkillsClient.get(uri), then read(entry) with
-//                                            its size, digest and frontmatter verified (a given
-//                                            "entry" is read instead: a tampered one must fail)
+//   {"subscribe": "<uri>"}  resources/subscribe (2025 era); {"listen": ["<uri>", ...]} subscriptions/listen (2026)
+//   {"updates": true, "waitMs"?: n}  the resource URIs updated so far (after waiting), then forgets them
+//   {"skills": "list"}                 (header "sdk": "2") the 2.x SkillsClient's list(): the valid
+//                                      entries, refused ones, ttlMs, cacheScope
+//   {"skills": "get", "uri": "..."}    SkillsClient.get(uri)
+//   {"skills": "read", "uri": "...", "entry"?: {...}}  SkillsClient.get(uri), then read(entry): size,
+//                                      digest and frontmatter verified (a given "entry" is read
+//                                      instead: a tampered one must fail); its bytes as byteLength
+//
+// Header "elicitation": "accept" | "decline" declares form elicitation and answers every question so
+// (accepting with {"confirm": true}); the questions asked are in the next call step's "elicited".
 //
 // References to earlier steps (0-based, in step order): a string that is exactly "$N.path" is
 // replaced by that value (any JSON type), and "{{N.path}}" inside a string by its text. The path
@@ -45,12 +47,42 @@
 import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+// The client SDK: 1.x (`@modelcontextprotocol/sdk`, the default) or, with "sdk": "2" in the
+// header, 2.x (`@modelcontextprotocol/client`), whose "mode" can be "auto" or a pinned
+// "2026-07-28" (its versionNegotiation; absent: the 2025 handshake, its default).
+async function loadSdk(version) {
+  if (version === "2") {
+    const core = await import("@modelcontextprotocol/client");
+    const stdio = await import("@modelcontextprotocol/client/stdio");
+    const skills = await import("@modelcontextprotocol/client/ext/skills");
+    return {
+      SkillsClient: skills.SkillsClient,
+      Client: core.Client,
+      StdioClientTransport: stdio.StdioClientTransport,
+      StreamableHTTPClientTransport: core.StreamableHTTPClientTransport,
+      callTool: (client, params, options) => client.callTool(params, options),
+      onElicit: (client, handler) => client.setRequestHandler("elicitation/create", handler),
+      onUpdated: (client, handler) => client.setNotificationHandler("notifications/resources/updated", handler),
+      outputValidated: () => null, // 2.x keeps its validators private
+    };
+  }
+  const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
+  const { StdioClientTransport } = await import("@modelcontextprotocol/sdk/client/stdio.js");
+  const { StreamableHTTPClientTransport } = await import("@modelcontextprotocol/sdk/client/streamableHttp.js");
+  const types = await import("@modelcontextprotocol/sdk/types.js");
+  return {
+    Client,
+    StdioClientTransport,
+    StreamableHTTPClientTransport,
+    callTool: (client, params, options) => client.callTool(params, undefined, options),
+    onElicit: (client, handler) => client.setRequestHandler(types.ElicitRequestSchema, handler),
+    onUpdated: (client, handler) => client.setNotificationHandler(types.ResourceUpdatedNotificationSchema, handler),
+    outputValidated: (client, name) => Boolean(client.getToolOutputValidator(name)),
+  };
+}
 
 const DEFAULT_TIMEOUT_MS = 300_000;
-// stdout is this driver's answer lines: the SDK's debug messages go to stderr.
+// stdout is this driver's answer lines: the SDK's debug messages (SkillsClient's among them) go to stderr.
 console.debug = (...items) => console.error(...items);
 
 function emit(object) {
@@ -143,14 +175,15 @@ async function runSkillsStep(skills, resolved, options) {
   throw new Error(`unknown skills step ${resolved.skills}`);
 }
 
-async function runStep(client, step, outputs, defaultTimeout) {
+async function runStep(session, step, outputs, defaultTimeout) {
+  const { client, sdk } = session;
   const resolved = substitute(step, outputs);
   const timeout = resolved.timeoutMs ?? defaultTimeout;
   const options = { timeout, maxTotalTimeout: timeout };
   const extra = {};
   let result;
   if (resolved.skills !== undefined) {
-    result = await runSkillsStep(client.skills, resolved, options);
+    result = await runSkillsStep(session.skills, resolved, options);
   } else if (resolved.call !== undefined) {
     const progress = [];
     if (resolved.progress) {
@@ -158,10 +191,10 @@ async function runStep(client, step, outputs, defaultTimeout) {
       extra.progress = progress;
     }
     // The SDK's own validation against the tool's outputSchema happens inside callTool.
-    extra.outputSchemaValidated = client.getToolOutputValidator
-      ? Boolean(client.getToolOutputValidator(resolved.call))
-      : null;
-    result = await client.callTool({ name: resolved.call, arguments: resolved.arguments ?? {} }, undefined, options);
+    extra.outputSchemaValidated = sdk.outputValidated(client, resolved.call);
+    session.elicited.length = 0;
+    result = await sdk.callTool(client, { name: resolved.call, arguments: resolved.arguments ?? {} }, options);
+    extra.elicited = [...session.elicited];
   } else if (resolved.list !== undefined) {
     const kinds = {
       tools: [(p) => client.listTools(p, options), "tools"],
@@ -180,55 +213,48 @@ async function runStep(client, step, outputs, defaultTimeout) {
     result = await client.complete(resolved.complete, options);
   } else if (resolved.ping !== undefined) {
     result = await client.ping(options);
+  } else if (resolved.subscribe !== undefined) {
+    result = await client.subscribeResource({ uri: resolved.subscribe }, options);
+  } else if (resolved.listen !== undefined) {
+    session.subscriptions.push(await client.listen({ resourceSubscriptions: resolved.listen }, options));
+    result = {};
+  } else if (resolved.updates !== undefined) {
+    await new Promise((resolve) => setTimeout(resolve, resolved.waitMs ?? 0));
+    result = { uris: session.updated.splice(0) };
   } else {
     throw new Error(`unknown step ${JSON.stringify(step)}`);
   }
   return { result, ...extra };
 }
 
-async function connectV2(header) {
-  const { Client: ClientV2 } = await import("@modelcontextprotocol/client");
-  const { StdioClientTransport: StdioV2 } = await import("@modelcontextprotocol/client/stdio");
-  const { SkillsClient } = await import("@modelcontextprotocol/client/ext/skills");
-  const server = header.server;
-  const transport = new StdioV2({
-    command: server.command,
-    args: server.args ?? [],
-    env: server.env,
-    cwd: server.cwd,
-    stderr: "inherit",
-  });
-  const options = { capabilities: {} };
-  if (header.versionNegotiation) options.versionNegotiation = header.versionNegotiation;
-  const client = new ClientV2({ name: "spatial-memory-interop-test", version: "2.0.0" }, options);
-  await client.connect(transport, { timeout: header.timeoutMs ?? DEFAULT_TIMEOUT_MS });
-  client.skills = new SkillsClient(client);
-  const tools = await allPages((p) => client.listTools(p), "tools");
-  emit({
-    connected: true,
-    serverInfo: client.getServerVersion(),
-    capabilities: client.getServerCapabilities(),
-    protocolVersion: client.getNegotiatedProtocolVersion?.() ?? null,
-    skillsSupported: client.skills.supported,
-    instructions: client.getInstructions() ?? null,
-    tools,
-  });
-  return client;
-}
-
 async function connect(header) {
-  if (header.sdk === "2") return connectV2(header);
   const server = header.server;
+  const sdk = await loadSdk(header.sdk ?? "1");
   const transport = server.url
-    ? new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: server.headers ?? {} } })
-    : new StdioClientTransport({
+    ? new sdk.StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: server.headers ?? {} } })
+    : new sdk.StdioClientTransport({
         command: server.command,
         args: server.args ?? [],
         env: server.env,
         cwd: server.cwd,
         stderr: "inherit",
       });
-  const client = new Client({ name: "spatial-memory-interop-test", version: "1.0.0" }, { capabilities: {} });
+  const capabilities = header.elicitation ? { elicitation: { form: {} } } : {};
+  const options = { capabilities };
+  if (header.mode === "auto") options.versionNegotiation = { mode: "auto" };
+  else if (header.mode) options.versionNegotiation = { mode: { pin: header.mode } };
+  const client = new sdk.Client({ name: "spatial-memory-interop-test", version: "1.0.0" }, options);
+  const session = { client, sdk, elicited: [], updated: [], subscriptions: [] };
+  if (sdk.SkillsClient) session.skills = new sdk.SkillsClient(client);
+  if (header.elicitation) {
+    sdk.onElicit(client, async (request) => {
+      session.elicited.push(request.params.message);
+      return header.elicitation === "accept" ? { action: "accept", content: { confirm: true } } : { action: "decline" };
+    });
+  }
+  sdk.onUpdated(client, async (notification) => {
+    session.updated.push(notification.params.uri);
+  });
   await client.connect(transport, { timeout: header.timeoutMs ?? DEFAULT_TIMEOUT_MS });
   const tools = await allPages((p) => client.listTools(p), "tools");
   emit({
@@ -236,9 +262,11 @@ async function connect(header) {
     serverInfo: client.getServerVersion(),
     capabilities: client.getServerCapabilities(),
     instructions: client.getInstructions() ?? null,
+    protocolVersion: client.getNegotiatedProtocolVersion?.() ?? null,
+    skillsSupported: session.skills?.supported ?? null,
     tools,
   });
-  return client;
+  return session;
 }
 
 async function* stepsFrom(header, lines) {
@@ -271,9 +299,9 @@ async function main() {
     header = JSON.parse(first.value);
   }
   const defaultTimeout = header.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  let client;
+  let session;
   try {
-    client = await connect(header);
+    session = await connect(header);
   } catch (error) {
     emit({ fatal: describeError(error) });
     await exit(1);
@@ -283,7 +311,7 @@ async function main() {
   for await (const step of stepsFrom(header, lines)) {
     let output;
     try {
-      output = { index, step, ok: true, ...(await runStep(client, step, outputs, defaultTimeout)) };
+      output = { index, step, ok: true, ...(await runStep(session, step, outputs, defaultTimeout)) };
     } catch (error) {
       output = { index, step, ok: false, error: describeError(error) };
     }
@@ -291,7 +319,8 @@ async function main() {
     emit(output);
     index += 1;
   }
-  await client.close();
+  for (const subscription of session.subscriptions) await subscription.close?.();
+  await session.client.close();
   await exit(0);
 }
 
