@@ -7,50 +7,84 @@ onnxruntime from the very first start, offline.
 The graph computes token embeddings -> BERT encoder -> attention-masked mean pooling;
 the caller L2-normalizes. It mirrors sentence-transformers' Transformer + Pooling(mean)
 for BertModel checkpoints with absolute position embeddings.
+
+Weights are streamed one tensor at a time from the safetensors file into the graph's external
+data file (`<graph>.data`), so the build holds one tensor, not several copies of all of them.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
-import threading
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
 OPSET = 17
 # Part of the cached graph's name (onnx_encoder.graph_path): bump it whenever the graph built
 # from the same weights changes, so no server loads a graph of an older build.
-GRAPH_VERSION = 1
+GRAPH_VERSION = 2
+# Tensors at least this big go to the external data file, each at an offset aligned to this
+# (onnxruntime maps aligned external data instead of copying it).
+EXTERNAL_MIN_BYTES = 1024
+ALIGNMENT = 4096
 
 
 def build_bert_mean_pooling_onnx(model_dir: Path, output_path: Path) -> None:
-    """Write an ONNX model with inputs input_ids/attention_mask (int64, [batch, seq])
-    and output `pooled` (float32, [batch, hidden])."""
+    """Write an ONNX model with inputs input_ids/attention_mask (int64, [batch, seq]) and output
+    `pooled` (float32, [batch, hidden]) to `output_path`, its weights to `output_path`.data."""
     import onnx
-    from onnx import TensorProto, helper, numpy_helper
-    from safetensors.numpy import load_file
+    from safetensors import safe_open
 
     config = json.loads((model_dir / "config.json").read_text())
     if config.get("model_type") != "bert" or config.get("position_embedding_type", "absolute") != "absolute":
         raise ValueError(f"unsupported architecture in {model_dir}")
+    output_path.parent.mkdir(parents=True, exist_ok=True)
+    data_path = output_path.with_name(output_path.name + ".data")
+    with safe_open(str(model_dir / "model.safetensors"), framework="numpy") as weights, data_path.open("wb") as data:
+        model = _bert_graph(config, weights, data, data_path.name)
+    onnx.save_model(model, str(output_path))
+    onnx.checker.check_model(str(output_path))  # by path: the external data is checked beside it
+
+
+def _bert_graph(config: dict, weights, data: BinaryIO, data_name: str):
+    """The graph's ModelProto; tensors of EXTERNAL_MIN_BYTES or more are appended to `data`
+    (the file named `data_name` beside the graph) and referenced from it."""
+    from onnx import TensorProto, helper, numpy_helper
+
     hidden = int(config["hidden_size"])
     heads = int(config["num_attention_heads"])
     head_dim = hidden // heads
     eps = float(config.get("layer_norm_eps", 1e-12))
-    weights = load_file(str(model_dir / "model.safetensors"))
-    prefix = "bert." if "bert.embeddings.word_embeddings.weight" in weights else ""
+    prefix = "bert." if "bert.embeddings.word_embeddings.weight" in set(weights.keys()) else ""
 
     inits: list = []
     nodes: list = []
 
     def const(name: str, array: np.ndarray) -> str:
-        inits.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
+        array = np.ascontiguousarray(array)
+        if array.nbytes < EXTERNAL_MIN_BYTES:
+            inits.append(numpy_helper.from_array(array, name))
+            return name
+        end = data.tell()
+        offset = end + -end % ALIGNMENT
+        data.seek(offset)
+        data.write(memoryview(array).cast("B"))
+        tensor = TensorProto(
+            name=name,
+            data_type=helper.np_dtype_to_tensor_dtype(array.dtype),
+            dims=array.shape,
+            data_location=TensorProto.EXTERNAL,
+        )
+        for key, value in (("location", data_name), ("offset", str(offset)), ("length", str(array.nbytes))):
+            entry = tensor.external_data.add()
+            entry.key, entry.value = key, value
+        inits.append(tensor)
         return name
 
     def weight(key: str, transpose: bool = False) -> str:
-        array = weights[prefix + key].astype(np.float32)
+        array = weights.get_tensor(prefix + key).astype(np.float32, copy=False)
         return const(key + (".T" if transpose else ""), array.T if transpose else array)
 
     counter = iter(range(1_000_000))
@@ -82,7 +116,8 @@ def build_bert_mean_pooling_onnx(model_dir: Path, output_path: Path) -> None:
             const("axis0", np.array([0], dtype=np.int64)),
         ],
     )
-    token_type = const("token_type0", weights[prefix + "embeddings.token_type_embeddings.weight"][0].astype(np.float32))
+    token_types = weights.get_tensor(prefix + "embeddings.token_type_embeddings.weight")
+    token_type = const("token_type0", token_types[0].astype(np.float32))
     words = node("Gather", [weight("embeddings.word_embeddings.weight"), "input_ids"], axis=0)
     x = node("Add", [node("Add", [words, positions]), token_type])
     x = layer_norm(x, "embeddings.LayerNorm")
@@ -149,9 +184,4 @@ def build_bert_mean_pooling_onnx(model_dir: Path, output_path: Path) -> None:
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="spatial-memory-mcp")
     model.ir_version = 8
-    onnx.checker.check_model(model)
-    output_path.parent.mkdir(parents=True, exist_ok=True)
-    # A unique temp name, then an atomic rename: two servers building at once both succeed.
-    tmp = output_path.with_name(f"{output_path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    onnx.save_model(model, str(tmp))
-    tmp.replace(output_path)
+    return model
