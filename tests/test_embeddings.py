@@ -22,8 +22,17 @@ def test_aliases_collapse_to_one_model_id():
     assert canonical_model_id("all-minilm-l6-v2") == "all-MiniLM-L6-v2"
 
 
+@pytest.fixture(scope="module")
+def fp32_embedder(bundled_models):
+    """The bundled model's fp32 path (the session's real_embedder is int8, a new store's default)."""
+    router = EmbeddingRouter(precision="fp32", cache_dir=bundled_models)
+    router.load()
+    return router
+
+
 @pytest.mark.model
-def test_onnx_vectors_equal_sentence_transformers(real_embedder, tmp_path):
+def test_onnx_vectors_equal_sentence_transformers(fp32_embedder, tmp_path):
+    real_embedder = fp32_embedder
     assert real_embedder.backend_name == "onnxruntime"
     ours = real_embedder.embed_documents(SENTENCES)
     assert ours.dtype == np.float32 and ours.shape == (len(SENTENCES), 384)
@@ -274,7 +283,8 @@ def test_batches_hold_at_most_their_rows_and_padded_tokens():
 
 
 @pytest.mark.model
-def test_batched_vectors_equal_one_at_a_time(real_embedder):
+def test_batched_vectors_equal_one_at_a_time(fp32_embedder):
+    real_embedder = fp32_embedder  # int8's depend a little on their batch: test_model_path.py
     texts = [SENTENCES[i % len(SENTENCES)] + f" ({i})" * (i % 4) for i in range(23)]
     together = real_embedder.embed_documents(texts)
     alone = np.stack([real_embedder.embed_query(t) for t in texts])
