@@ -111,7 +111,6 @@ def bundled_model(tmp_path_factory):
     """The bundled model loaded in this process, and the directory of its ONNX graph: built once
     per session. (router, models directory)"""
     from spatial_memory.embeddings import EmbeddingRouter
-
     from spatial_memory.embeddings.router import NEW_STORE_PATH
 
     models = tmp_path_factory.mktemp("onnx") / "models"

@@ -171,7 +171,8 @@ class EmbeddingRouter:
         if self.path == "int8":
             raise ConfigurationError(
                 "the int8 path (SPATIAL_MEMORY_EMBEDDING_PRECISION, or a store written by it) runs only the bundled "
-                f"{BUNDLED_MODEL} on onnxruntime: set SPATIAL_MEMORY_EMBEDDING_BACKEND to auto, or the precision to fp32"
+                f"{BUNDLED_MODEL} on onnxruntime: set SPATIAL_MEMORY_EMBEDDING_BACKEND to auto, or the precision "
+                "to fp32"
             )
         return self._load_sentence_transformers()
 
