@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from . import locomo
+from spatial_memory.evaluation import locomo
+
 from .common import print_table, write_json
 from .reference import call, ours_command, spawn
 

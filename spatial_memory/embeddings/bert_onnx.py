@@ -33,7 +33,9 @@ ALIGNMENT = 4096
 
 def build_bert_mean_pooling_onnx(model_dir: Path, output_path: Path) -> None:
     """Write an ONNX model with inputs input_ids/attention_mask (int64, [batch, seq]) and output
-    `pooled` (float32, [batch, hidden]) to `output_path`, its weights to `output_path`.data."""
+    `pooled` (float32, [batch, hidden]) to `output_path`, its weights to `output_path`.data
+    (graph_build.py builds it in a scratch directory and moves it into place)."""
+    # onnx and safetensors only while a graph is built (once per install), never when one is loaded.
     import onnx
     from safetensors import safe_open
 
@@ -43,145 +45,174 @@ def build_bert_mean_pooling_onnx(model_dir: Path, output_path: Path) -> None:
     output_path.parent.mkdir(parents=True, exist_ok=True)
     data_path = output_path.with_name(output_path.name + ".data")
     with safe_open(str(model_dir / "model.safetensors"), framework="numpy") as weights, data_path.open("wb") as data:
-        model = _bert_graph(config, weights, data, data_path.name)
+        graph = _BertGraph(config, weights, data, data_path.name)
+        x = graph.embeddings()
+        mask, additive_mask = graph.attention_masks()
+        for i in range(int(config["num_hidden_layers"])):
+            x = graph.encoder_layer(x, f"encoder.layer.{i}.", additive_mask)
+        model = graph.model(graph.mean_pooled(x, mask))
     onnx.save_model(model, str(output_path))
     onnx.checker.check_model(str(output_path))  # by path: the external data is checked beside it
 
 
-def _bert_graph(config: dict, weights, data: BinaryIO, data_name: str):
-    """The graph's ModelProto; tensors of EXTERNAL_MIN_BYTES or more are appended to `data`
-    (the file named `data_name` beside the graph) and referenced from it."""
-    from onnx import TensorProto, helper, numpy_helper
+class _BertGraph:
+    """The ONNX nodes and initializers of one BERT model, built step by step from its weights
+    (a safetensors handle, read a tensor at a time); tensors of EXTERNAL_MIN_BYTES or more are
+    appended to `data`, the file named `data_name` beside the graph, and referenced from it."""
 
-    hidden = int(config["hidden_size"])
-    heads = int(config["num_attention_heads"])
-    head_dim = hidden // heads
-    eps = float(config.get("layer_norm_eps", 1e-12))
-    prefix = "bert." if "bert.embeddings.word_embeddings.weight" in set(weights.keys()) else ""
+    def __init__(self, config: dict, weights, data: BinaryIO, data_name: str) -> None:
+        # onnx only while a graph is built (see build_bert_mean_pooling_onnx).
+        from onnx import TensorProto, helper, numpy_helper
 
-    inits: list = []
-    nodes: list = []
+        self._tensor, self._helper, self._numpy_helper = TensorProto, helper, numpy_helper
+        self.hidden = int(config["hidden_size"])
+        self.heads = int(config["num_attention_heads"])
+        self.head_dim = self.hidden // self.heads
+        self.eps = float(config.get("layer_norm_eps", 1e-12))
+        self._weights = weights
+        self._data, self._data_name = data, data_name
+        self._prefix = "bert." if "bert.embeddings.word_embeddings.weight" in set(weights.keys()) else ""
+        self.inits: list = []
+        self.nodes: list = []
+        self._counter = iter(range(1_000_000))
 
-    def const(name: str, array: np.ndarray) -> str:
+    def const(self, name: str, array: np.ndarray) -> str:
         array = np.ascontiguousarray(array)
         if array.nbytes < EXTERNAL_MIN_BYTES:
-            inits.append(numpy_helper.from_array(array, name))
+            self.inits.append(self._numpy_helper.from_array(array, name))
             return name
-        end = data.tell()
+        end = self._data.tell()
         offset = end + -end % ALIGNMENT
-        data.seek(offset)
-        data.write(memoryview(array).cast("B"))
-        tensor = TensorProto(
+        self._data.seek(offset)
+        self._data.write(memoryview(array).cast("B"))
+        tensor = self._tensor(
             name=name,
-            data_type=helper.np_dtype_to_tensor_dtype(array.dtype),
+            data_type=self._helper.np_dtype_to_tensor_dtype(array.dtype),
             dims=array.shape,
-            data_location=TensorProto.EXTERNAL,
+            data_location=self._tensor.EXTERNAL,
         )
-        for key, value in (("location", data_name), ("offset", str(offset)), ("length", str(array.nbytes))):
+        for key, value in (("location", self._data_name), ("offset", str(offset)), ("length", str(array.nbytes))):
             entry = tensor.external_data.add()
             entry.key, entry.value = key, value
-        inits.append(tensor)
+        self.inits.append(tensor)
         return name
 
-    def weight(key: str, transpose: bool = False) -> str:
-        array = weights.get_tensor(prefix + key).astype(np.float32, copy=False)
-        return const(key + (".T" if transpose else ""), array.T if transpose else array)
+    def tensor(self, key: str) -> np.ndarray:
+        return self._weights.get_tensor(self._prefix + key).astype(np.float32, copy=False)
 
-    counter = iter(range(1_000_000))
+    def weight(self, key: str, transpose: bool = False) -> str:
+        array = self.tensor(key)
+        return self.const(key + (".T" if transpose else ""), array.T if transpose else array)
 
-    def node(op: str, inputs: list[str], **attrs) -> str:
-        out = f"{op.lower()}_{next(counter)}"
-        nodes.append(helper.make_node(op, inputs, [out], **attrs))
+    def node(self, op: str, inputs: list[str], **attrs) -> str:
+        out = f"{op.lower()}_{next(self._counter)}"
+        self.nodes.append(self._helper.make_node(op, inputs, [out], **attrs))
         return out
 
-    def linear(x: str, key: str) -> str:
-        return node("Add", [node("MatMul", [x, weight(key + ".weight", transpose=True)]), weight(key + ".bias")])
+    def linear(self, x: str, key: str) -> str:
+        return self.node(
+            "Add", [self.node("MatMul", [x, self.weight(key + ".weight", transpose=True)]), self.weight(key + ".bias")]
+        )
 
-    def layer_norm(x: str, key: str) -> str:
-        return node(
+    def layer_norm(self, x: str, key: str) -> str:
+        return self.node(
             "LayerNormalization",
-            [x, weight(key + ".weight"), weight(key + ".bias")],
+            [x, self.weight(key + ".weight"), self.weight(key + ".bias")],
             axis=-1,
-            epsilon=eps,
+            epsilon=self.eps,
         )
 
-    # Embeddings: word + absolute position + token type 0.
-    seq_len = node("Gather", [node("Shape", ["input_ids"]), const("one_idx", np.array([1], dtype=np.int64))], axis=0)
-    positions = node(
-        "Slice",
-        [
-            weight("embeddings.position_embeddings.weight"),
-            const("zero_start", np.array([0], dtype=np.int64)),
-            seq_len,
-            const("axis0", np.array([0], dtype=np.int64)),
-        ],
-    )
-    token_types = weights.get_tensor(prefix + "embeddings.token_type_embeddings.weight")
-    token_type = const("token_type0", token_types[0].astype(np.float32))
-    words = node("Gather", [weight("embeddings.word_embeddings.weight"), "input_ids"], axis=0)
-    x = node("Add", [node("Add", [words, positions]), token_type])
-    x = layer_norm(x, "embeddings.LayerNorm")
-
-    one = const("one", np.array(1.0, dtype=np.float32))
-    mask = node("Cast", ["attention_mask"], to=TensorProto.FLOAT)
-    # Padding keys get the most negative float so softmax gives them exactly zero weight.
-    additive_mask = node(
-        "Mul",
-        [
-            node("Sub", [one, mask]),
-            const("neg_big", np.array(np.finfo(np.float32).min, dtype=np.float32)),
-        ],
-    )
-    additive_mask = node("Unsqueeze", [additive_mask, const("axes12", np.array([1, 2], dtype=np.int64))])
-
-    split_heads = const("split_heads", np.array([0, 0, heads, head_dim], dtype=np.int64))
-    merge_heads = const("merge_heads", np.array([0, 0, hidden], dtype=np.int64))
-    scale = const("scale", np.array(1.0 / math.sqrt(head_dim), dtype=np.float32))
-    sqrt2 = const("sqrt2", np.array(math.sqrt(2.0), dtype=np.float32))
-    half = const("half", np.array(0.5, dtype=np.float32))
-
-    for i in range(int(config["num_hidden_layers"])):
-        p = f"encoder.layer.{i}."
-        q = node(
-            "Transpose", [node("Reshape", [linear(x, p + "attention.self.query"), split_heads])], perm=[0, 2, 1, 3]
+    def embeddings(self) -> str:
+        """Word + absolute position + token type 0, normalised."""
+        node, const, weight = self.node, self.const, self.weight
+        seq_len = node(
+            "Gather", [node("Shape", ["input_ids"]), const("one_idx", np.array([1], dtype=np.int64))], axis=0
         )
-        k = node("Transpose", [node("Reshape", [linear(x, p + "attention.self.key"), split_heads])], perm=[0, 2, 3, 1])
-        v = node(
-            "Transpose", [node("Reshape", [linear(x, p + "attention.self.value"), split_heads])], perm=[0, 2, 1, 3]
+        positions = node(
+            "Slice",
+            [
+                weight("embeddings.position_embeddings.weight"),
+                const("zero_start", np.array([0], dtype=np.int64)),
+                seq_len,
+                const("axis0", np.array([0], dtype=np.int64)),
+            ],
         )
-        scores = node("Add", [node("Mul", [node("MatMul", [q, k]), scale]), additive_mask])
+        token_type = const("token_type0", self.tensor("embeddings.token_type_embeddings.weight")[0])
+        words = node("Gather", [weight("embeddings.word_embeddings.weight"), "input_ids"], axis=0)
+        x = node("Add", [node("Add", [words, positions]), token_type])
+        return self.layer_norm(x, "embeddings.LayerNorm")
+
+    def attention_masks(self) -> tuple[str, str]:
+        """The mask as floats, and the additive mask the attention scores take; then the constants
+        every layer shares."""
+        node, const = self.node, self.const
+        self.one = const("one", np.array(1.0, dtype=np.float32))
+        mask = node("Cast", ["attention_mask"], to=self._tensor.FLOAT)
+        # Padding keys get the most negative float so softmax gives them exactly zero weight.
+        additive_mask = node(
+            "Mul",
+            [
+                node("Sub", [self.one, mask]),
+                const("neg_big", np.array(np.finfo(np.float32).min, dtype=np.float32)),
+            ],
+        )
+        additive_mask = node("Unsqueeze", [additive_mask, const("axes12", np.array([1, 2], dtype=np.int64))])
+        self.split_heads = const("split_heads", np.array([0, 0, self.heads, self.head_dim], dtype=np.int64))
+        self.merge_heads = const("merge_heads", np.array([0, 0, self.hidden], dtype=np.int64))
+        self.scale = const("scale", np.array(1.0 / math.sqrt(self.head_dim), dtype=np.float32))
+        self.sqrt2 = const("sqrt2", np.array(math.sqrt(2.0), dtype=np.float32))
+        self.half = const("half", np.array(0.5, dtype=np.float32))
+        return mask, additive_mask
+
+    def encoder_layer(self, x: str, p: str, additive_mask: str) -> str:
+        """Self-attention then the feed-forward block, each with its residual and layer norm."""
+        node, linear, split = self.node, self.linear, self.split_heads
+        q = node("Transpose", [node("Reshape", [linear(x, p + "attention.self.query"), split])], perm=[0, 2, 1, 3])
+        k = node("Transpose", [node("Reshape", [linear(x, p + "attention.self.key"), split])], perm=[0, 2, 3, 1])
+        v = node("Transpose", [node("Reshape", [linear(x, p + "attention.self.value"), split])], perm=[0, 2, 1, 3])
+        scores = node("Add", [node("Mul", [node("MatMul", [q, k]), self.scale]), additive_mask])
         probs = node("Softmax", [scores], axis=-1)
-        context = node("Reshape", [node("Transpose", [node("MatMul", [probs, v])], perm=[0, 2, 1, 3]), merge_heads])
-        x = layer_norm(
+        context = node(
+            "Reshape", [node("Transpose", [node("MatMul", [probs, v])], perm=[0, 2, 1, 3]), self.merge_heads]
+        )
+        x = self.layer_norm(
             node("Add", [x, linear(context, p + "attention.output.dense")]), p + "attention.output.LayerNorm"
         )
         h = linear(x, p + "intermediate.dense")
         # Exact (erf) GELU, as BERT uses; onnxruntime fuses this pattern.
-        erf = node("Erf", [node("Div", [h, sqrt2])])
-        h = node("Mul", [node("Mul", [h, node("Add", [erf, one])]), half])
-        x = layer_norm(node("Add", [x, linear(h, p + "output.dense")]), p + "output.LayerNorm")
+        erf = node("Erf", [node("Div", [h, self.sqrt2])])
+        h = node("Mul", [node("Mul", [h, node("Add", [erf, self.one])]), self.half])
+        return self.layer_norm(node("Add", [x, linear(h, p + "output.dense")]), p + "output.LayerNorm")
 
-    mask3 = node("Unsqueeze", [mask, const("axis2", np.array([2], dtype=np.int64))])
-    summed = node("ReduceSum", [node("Mul", [x, mask3]), const("axis1", np.array([1], dtype=np.int64))], keepdims=0)
-    counts = node(
-        "Max",
-        [
-            node("ReduceSum", [mask3, const("axis1b", np.array([1], dtype=np.int64))], keepdims=0),
-            const("min_count", np.array(1e-9, dtype=np.float32)),
-        ],
-    )
-    nodes.append(helper.make_node("Div", [summed, counts], ["pooled"]))
+    def mean_pooled(self, x: str, mask: str) -> str:
+        """The mean of the unmasked tokens' vectors, as the output `pooled`."""
+        node, const = self.node, self.const
+        mask3 = node("Unsqueeze", [mask, const("axis2", np.array([2], dtype=np.int64))])
+        summed = node("ReduceSum", [node("Mul", [x, mask3]), const("axis1", np.array([1], dtype=np.int64))], keepdims=0)
+        counts = node(
+            "Max",
+            [
+                node("ReduceSum", [mask3, const("axis1b", np.array([1], dtype=np.int64))], keepdims=0),
+                const("min_count", np.array(1e-9, dtype=np.float32)),
+            ],
+        )
+        self.nodes.append(self._helper.make_node("Div", [summed, counts], ["pooled"]))
+        return "pooled"
 
-    graph = helper.make_graph(
-        nodes,
-        "bert_mean_pooling",
-        [
-            helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "seq"]),
-            helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "seq"]),
-        ],
-        [helper.make_tensor_value_info("pooled", TensorProto.FLOAT, ["batch", hidden])],
-        initializer=inits,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="spatial-memory-mcp")
-    model.ir_version = 8
-    return model
+    def model(self, output: str):
+        helper, tensor = self._helper, self._tensor
+        graph = helper.make_graph(
+            self.nodes,
+            "bert_mean_pooling",
+            [
+                helper.make_tensor_value_info("input_ids", tensor.INT64, ["batch", "seq"]),
+                helper.make_tensor_value_info("attention_mask", tensor.INT64, ["batch", "seq"]),
+            ],
+            [helper.make_tensor_value_info(output, tensor.FLOAT, ["batch", self.hidden])],
+            initializer=self.inits,
+        )
+        model = helper.make_model(
+            graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="spatial-memory-mcp"
+        )
+        model.ir_version = 8
+        return model

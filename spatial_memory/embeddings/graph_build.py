@@ -23,6 +23,8 @@ import sys
 import threading
 from pathlib import Path
 
+from . import bert_onnx
+
 log = logging.getLogger(__name__)
 
 PRECISIONS = ("fp32", "int8")
@@ -68,7 +70,6 @@ def build_graph_here(model_dir: Path, output: Path, precision: str) -> None:
     place (in that order: a graph that exists has its data). Two builders at once both succeed."""
     if precision not in PRECISIONS:
         raise ValueError(f"unknown precision {precision!r}: one of {', '.join(PRECISIONS)}")
-    from .bert_onnx import build_bert_mean_pooling_onnx
 
     output.parent.mkdir(parents=True, exist_ok=True)
     scratch = output.parent / f"{BUILD_DIR_PREFIX}{os.getpid()}-{threading.get_ident()}"
@@ -76,7 +77,7 @@ def build_graph_here(model_dir: Path, output: Path, precision: str) -> None:
     scratch.mkdir()
     try:
         source = scratch / "fp32.onnx"
-        build_bert_mean_pooling_onnx(model_dir, source)
+        bert_onnx.build_bert_mean_pooling_onnx(model_dir, source)
         if precision == "int8":
             source = _quantise(source, scratch / "int8.onnx")
         _optimise(source, scratch / output.name)
@@ -89,6 +90,7 @@ def build_graph_here(model_dir: Path, output: Path, precision: str) -> None:
 def _quantise(source: Path, target: Path) -> Path:
     """int8 weights per output channel; reduce_range keeps them to 7 bits, so CPUs without VNNI
     (whose u8 x s8 instruction can saturate) give the same vectors as those with it."""
+    # The quantiser (and the onnx it needs) only while a graph is built, once per install.
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     logging.getLogger().setLevel(logging.ERROR)  # the quantiser's advice on pre-processing
@@ -106,7 +108,7 @@ def _quantise(source: Path, target: Path) -> Path:
 def _optimise(source: Path, target: Path) -> None:
     """onnxruntime's optimisations up to EXTENDED (fusions such as attention and layer norm; not
     ALL's hardware-specific layouts), saved with every weight of 1 KB or more in target.data."""
-    import onnxruntime as ort
+    import onnxruntime as ort  # loads with the model, never before tools/list
 
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED

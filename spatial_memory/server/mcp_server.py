@@ -17,15 +17,19 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 import anyio
+import mcp_types
 import pydantic
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
 
 from ..auth.principal import current_scope
 from ..errors import PermissionDeniedError, SpatialMemoryError, ValidationError
 from ..tools.calls import failure, internal_failure
 from ..tools.registry import read_only_names
+from ..transport import stdio_pipes
 from ..transport.handshake import Handover, HandshakeCache, Recorder
 from ..validation import argument_problem
 
@@ -66,7 +70,7 @@ class SpatialMemoryMCPServer(MCPServer):
             if isinstance(cause, SpatialMemoryError):
                 return failure(cause)
             if str(exc).startswith("Unknown tool"):
-                return failure(ValidationError(f"Unknown tool: {name[:100]}"))
+                return failure(ValidationError(describe_unknown_tool(name, list(self._schemas))))
             return internal_failure(name)
 
     def __init__(self, *args: Any, tools: list[Tool], **kwargs: Any) -> None:
@@ -106,11 +110,6 @@ class SpatialMemoryMCPServer(MCPServer):
         lowlevel = getattr(self, "_lowlevel_server", None)
         if lowlevel is None:  # pragma: no cover - a future SDK without it: plain behaviour
             return await super().run_stdio_async()
-        from mcp.server.stdio import stdio_server
-        from mcp.shared.message import SessionMessage
-
-        from ..transport import stdio_pipes
-
         # The whole session, transport included, so a signal also ends the SDK's stdin reader.
         with anyio.CancelScope() as session:
             async with AsyncExitStack() as stack:
@@ -158,8 +157,6 @@ _REQUEST_ID = re.compile(r'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")')
 
 
 async def _answer_unparseable(exc: Exception, write_stream: Any, session_message: Any) -> None:
-    import mcp_types
-
     request_id: Any = None
     code, reason, line = -32700, str(exc)[:200], ""
     if isinstance(exc, pydantic.ValidationError):
@@ -208,11 +205,17 @@ def _keys_at(schema: dict[str, Any], location: tuple[Any, ...]) -> list[str]:
 
 def describe_unknown_arguments(owner: str, unknown: list[str], accepted: list[str], *, noun: str = "argument") -> str:
     """'namespce' (did you mean 'namespace'?) is not an argument of recall; accepted: ..."""
-    parts = []
-    for key in unknown[:5]:
-        shown = key[:100]
-        close = difflib.get_close_matches(key, accepted, n=1, cutoff=0.6)
-        parts.append(f"'{shown}'" + (f" (did you mean '{close[0]}'?)" if close else ""))
+    parts = [f"'{key[:100]}'{_did_you_mean(key, accepted)}" for key in unknown[:5]]
     article = "an" if noun[0] in "aeiou" else "a"
     what = f"is not {article} {noun}" if len(unknown) == 1 else f"are not {noun}s"
     return f"{', '.join(parts)} {what} of {owner}; accepted: {', '.join(accepted)}"
+
+
+def describe_unknown_tool(name: str, listed: list[str]) -> str:
+    """Unknown tool: recal (did you mean 'recall'?); tools: remember, ..."""
+    return f"Unknown tool: {name[:100]}{_did_you_mean(name, listed)}; tools: {', '.join(listed)}"
+
+
+def _did_you_mean(key: str, accepted: list[str]) -> str:
+    close = difflib.get_close_matches(key, accepted, n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""

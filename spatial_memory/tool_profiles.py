@@ -1,8 +1,9 @@
 """Tool profiles: which tools a server lists (SPATIAL_MEMORY_TOOLS).
 
 Every tool's description and schema is sent to the model in every conversation, so a server
-that lists fewer tools costs less context. Light on purpose (no SDK import): the settings
-check a selection against these names before the server starts.
+that lists fewer tools costs less context. Beside config.py rather than in tools/, and light on
+purpose (no SDK import): the settings check a selection against these names before the server
+starts, without importing the tools.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ TOOL_NAMES = (
     "setup_hooks",
 )
 # Everyday memory: store (one fact, or a session's worth in one all-or-nothing call), find,
-# correct, delete, and see which namespaces exist. README "Tool profiles" says why these.
+# correct, delete, and see which namespaces exist. docs/TOOLS.md, "Tool profiles", says why these.
 # In catalogue order, the order clients list them.
 CORE = ("remember", "remember_batch", "update_memory", "forget", "recall", "namespaces")
 # The tools annotated readOnlyHint (resolved from the annotations when the tools are built).
