@@ -17,16 +17,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from .common import print_table, rss_mb, short_texts, write_json
+from .common import keep_row, print_table, rss_mb, short_texts, write_json
 from .reference import call, ours_command, spawn
 
 N = 1000
@@ -93,8 +91,7 @@ async def compare(rounds: int, before: Path | None) -> dict[str, Any]:
                     row = {"server": name, "graph": graph, "round": round_, **await session(argv, env, root)}
                     if graph == "built":
                         shutil.move(str(store / "models"), models)
-                    rows.append(row)
-                    print(json.dumps(row), file=sys.stderr, flush=True)
+                    keep_row(rows, row)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     summary = summarize(rows)

@@ -33,7 +33,7 @@ from typing import Any
 
 from spatial_memory.evaluation.soak import rss_mb, short_texts
 
-from .common import child_pids, print_table, write_json
+from .common import child_pids, keep_row, print_table, write_json
 
 REFERENCE_VERSION = "1.11.4"
 # The reference imports torch through sentence-transformers; pip would otherwise pick a CUDA build.
@@ -198,8 +198,7 @@ async def compare(
             for name, command in servers if round_ % 2 else servers[::-1]:
                 row = await one_server(name, command, root, n, ingest_only)
                 row["round"] = round_
-                rows.append(row)
-                print(json.dumps(row), file=sys.stderr, flush=True)
+                keep_row(rows, row)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     summary = summarize(rows)
