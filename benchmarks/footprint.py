@@ -24,7 +24,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .common import keep_row, print_table, rss_mb, short_texts, write_json
+from spatial_memory.evaluation.soak import rss_mb, short_texts
+
+from .common import keep_row, print_table, write_json
 from .reference import call, ours_command, spawn
 
 N = 1000
