@@ -262,7 +262,7 @@ def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             entry["ours / reference per round (median)"] = f"{statistics.median(ratios):.2f}x"
         out.append(entry)
     key = f"first_visualize_{VIZ_MEMORIES}_s"
-    firsts = {r["server"]: f"{r[key]:g}" for r in rows if r["server"] != "reference" and r["round"] == 1}
+    firsts = {r["server"]: f"{r[key]:g}" for r in rows if r["server"] != "reference" and r["round"] == 1 and key in r}
     if firsts:
         out.append({"metric": f"{key}, first map ever (round 1)", **firsts})
     return out
