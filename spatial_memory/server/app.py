@@ -83,6 +83,7 @@ class App:
     def __post_init__(self) -> None:
         self._scoped: dict[NamespaceScope, App] = {}
         self._scoped_lock = threading.Lock()
+        from ..services.atlas import AtlasService
         from ..services.connections import ConnectionService
         from ..services.consolidation import ConsolidationService
         from ..services.extraction import ExtractionService
@@ -110,6 +111,7 @@ class App:
         self.connections = ConnectionService(self.resources)
         self.health = HealthService(self.resources)
         self.vocabulary = VocabularyService(self.resources)
+        self.atlas = AtlasService(self.resources)
 
 
 def _capture_ingester(app: App):

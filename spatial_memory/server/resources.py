@@ -15,6 +15,7 @@ import anyio
 import pydantic
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 
+from ..atlas import ATLAS_URI, MCP_APP_MIME
 from ..auth.principal import current_scope
 from ..errors import (
     MemoryNotFoundError,
@@ -75,6 +76,18 @@ def register_resources(server: SpatialMemoryMCPServer) -> None:
     )
     async def recent(namespace: str) -> str:
         return await _read(server, lambda app: app.memory.recent(namespace, limit=RECENT_LIMIT), namespace=namespace)
+
+    @server.resource(
+        ATLAS_URI,
+        name="atlas",
+        title="Memory atlas",
+        description="The memory's map and browser (an MCP App: visualize and recall open it).",
+        mime_type=MCP_APP_MIME,
+    )
+    async def atlas() -> str:
+        from ..atlas.page import document
+
+        return document("app")
 
     @server.resource("memory://memory/{memory_id}", name="memory", description="One memory by id.", mime_type=JSON)
     async def memory(memory_id: str) -> str:

@@ -21,6 +21,7 @@ WRITERS = (
     "import",
     "consolidate",
     "update",
+    "revert",
     "supersede",
     "hook",
 )

@@ -97,6 +97,7 @@ def register(tools: ToolSet, a: Arguments) -> None:
         pinned: a.pinned = None,
         memory_type: a.memory_type = None,
         expires_at: a.expires_at = None,
+        revert_to: Annotated[int | None, Field(ge=1, description="Restore this version (alone).")] = None,
     ) -> Annotated[CallToolResult, UpdateMemoryResult]:
         """Change a memory in place; the previous version is kept (memory_history). Omitted fields stay."""
         origin = provenance(ctx, "update")
@@ -112,6 +113,7 @@ def register(tools: ToolSet, a: Arguments) -> None:
                 pinned=pinned,
                 memory_type=memory_type,
                 provenance=origin,
+                revert_to=revert_to,
                 **changes,
             ),
         )
@@ -121,9 +123,10 @@ def register(tools: ToolSet, a: Arguments) -> None:
         memory_id: a.memory_id,
         ctx: Context,
         limit: Annotated[int, Field(ge=1, le=1_000, description="Most versions to return.")] = 20,
+        diff: Annotated[bool, Field(description="Add each version's changes.")] = False,
     ) -> Annotated[CallToolResult, MemoryHistoryResult]:
         """A memory's versions, newest first: what it said, when, and what replaced it."""
-        return await call(ctx, lambda app: app.revisions.memory_history(memory_id, limit=limit))
+        return await call(ctx, lambda app: app.revisions.memory_history(memory_id, limit=limit, diff=diff))
 
     @tools.tool(DESTRUCTIVE)
     async def forget(

@@ -17,9 +17,15 @@ class ToolSet:
     def __init__(self) -> None:
         self.tools: list[Tool] = []
 
-    def tool(self, annotations: ToolAnnotations) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def tool(
+        self, annotations: ToolAnnotations, meta: dict[str, Any] | None = None
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """`meta`: the tool's `_meta` (the MCP App that shows its results: atlas/__init__.py)."""
+
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-            tool = Tool.from_function(fn, description=inspect.cleandoc(fn.__doc__ or ""), annotations=annotations)
+            tool = Tool.from_function(
+                fn, description=inspect.cleandoc(fn.__doc__ or ""), annotations=annotations, meta=meta
+            )
             # Unknown arguments are refused (the server checks them by name): say so in the schema.
             tool.parameters["additionalProperties"] = False
             # Pydantic titles every schema ("Memory Ids" for memory_ids): they tell a model nothing

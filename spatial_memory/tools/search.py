@@ -9,13 +9,14 @@ from pydantic import Field
 
 from ..limits import MAX_CONTEXT, MAX_EXPAND
 from ..services.results import HybridRecallResult, NearbyResult, RecallResult
+from ..atlas import TOOL_META
 from .arguments import Arguments
 from .calls import READ_ONLY, call
 from .registry import ToolSet
 
 
 def register(tools: ToolSet, a: Arguments) -> None:
-    @tools.tool(READ_ONLY)
+    @tools.tool(READ_ONLY, meta=TOOL_META)
     async def recall(
         query: a.query,
         ctx: Context,

@@ -9,8 +9,9 @@ from pydantic import Field
 
 from ..limits import MAX_MAP_MEMORIES
 from ..services.results import JourneyResult, RegionsResult, VisualizeResult, WanderResult
+from ..atlas import TOOL_META
 from .arguments import Arguments
-from .calls import READ_ONLY, call
+from .calls import READ_ONLY, call, with_picture
 from .registry import ToolSet
 
 
@@ -87,7 +88,7 @@ def register(tools: ToolSet, a: Arguments) -> None:
             ),
         )
 
-    @tools.tool(READ_ONLY)
+    @tools.tool(READ_ONLY, meta=TOOL_META)
     async def visualize(
         ctx: Context,
         memory_ids: Annotated[
@@ -108,7 +109,7 @@ def register(tools: ToolSet, a: Arguments) -> None:
         # The first map in a process loads its code (scipy too above 500 memories): say so while it runs.
         app = ctx.request_context.lifespan_context
         note = None if app.visualization.projection_ready else "loading the UMAP layout code for a first map"
-        return await call(
+        out = await call(
             ctx,
             lambda app: app.visualization.visualize(
                 memory_ids=memory_ids,
@@ -121,3 +122,4 @@ def register(tools: ToolSet, a: Arguments) -> None:
             ),
             progress=note,
         )
+        return with_picture(out) if format == "svg" else out

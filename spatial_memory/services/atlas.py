@@ -1,0 +1,242 @@
+"""The atlas's map: every readable memory placed on one 2-D layout, kept per data version.
+
+A first map lays out at most LANDMARKS memories (a deterministic sample) with UMAP and clusters
+them; every other memory is placed from its nearest landmarks (algorithms/placement.py) and takes
+its nearest landmark's region. After a write, memories already on the map keep their places and
+the new or re-embedded ones are placed from their neighbours on it, so the map does not move;
+the layout is redone when placed points outnumber REPLACED_SHARE of the map. Closed (superseded)
+memories are drawn beside their successor.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from .. import algorithms as alg
+from ..algorithms.placement import place
+from ..capture.records import CAPTURED_BY
+from ..storage.records import MemoryRecord
+from ..text import render
+from .base import Service
+
+LANDMARKS = 2_000
+REPLACED_SHARE = 0.25
+MIN_REGION = 5
+LABEL_CHARS = 80
+# Flags of a point (AtlasMap.flags): bits a page can test.
+PINNED, CAPTURED, REVISED = 1, 2, 4
+
+
+class AtlasRegion(BaseModel):
+    id: int
+    label: str
+    color: str
+    size: int
+    x: float
+    y: float
+
+
+class AtlasSuperseded(BaseModel):
+    id: str
+    label: str
+    successor: str
+
+
+class AtlasMap(BaseModel):
+    """The map in columns (one entry per memory in each list): 10,000 memories in one compact answer.
+    namespace, memory_type and session hold indices into namespaces, memory_types and sessions."""
+
+    version: int
+    layout: str = Field(description="laid out, placed (new memories placed from neighbours) or kept.")
+    count: int
+    ids: list[str]
+    x: list[float]
+    y: list[float]
+    importance: list[float]
+    region: list[int]
+    flags: list[int] = Field(description="1 pinned, 2 captured by a hook, 4 edited (version > 1).")
+    label: list[str]
+    namespace: list[int]
+    memory_type: list[int]
+    session: list[int]
+    tags: list[list[str]]
+    created: list[int] = Field(description="Unix seconds.")
+    namespaces: list[str]
+    memory_types: list[str]
+    sessions: list[str]
+    regions: list[AtlasRegion]
+    superseded: list[AtlasSuperseded]
+    cached: bool = False
+
+
+@dataclass
+class _Layout:
+    """One map: where each memory is, its region, and what it was when placed."""
+
+    version: int
+    ids: list[str]
+    versions: list[int]
+    unit: np.ndarray  # (n, dim) float32, for placing later memories
+    coords: np.ndarray  # (n, 2) in [-1, 1]
+    regions: np.ndarray  # (n,) region id, -1 for none
+    region_labels: dict[int, str]
+    placed: int = 0  # memories placed from neighbours since the layout
+    index: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.index = {memory_id: i for i, memory_id in enumerate(self.ids)}
+
+
+def _captured(record: MemoryRecord) -> bool:
+    via = record.provenance.via if record.provenance is not None else None
+    return via == CAPTURED_BY or record.metadata.get("captured_by") == CAPTURED_BY
+
+
+class AtlasService(Service):
+    def __init__(self, resources) -> None:
+        super().__init__(resources)
+        self._layout: _Layout | None = None
+        self._maps: tuple[int, AtlasMap] | None = None
+        self._lock = threading.Lock()  # one layout at a time; a second caller waits and reuses it
+
+    def map(self) -> AtlasMap:
+        store = self._r.store()
+        version = store.data_version
+        with self._lock:
+            if self._maps is not None and self._maps[0] == version:
+                return self._maps[1].model_copy(update={"cached": True})
+            records = store.scan(with_vectors=True)
+            layout, how = self._follow(records, version)
+            self._layout = layout
+            result = self._result(records, layout, self._superseded(store, layout), how)
+            self._maps = (version, result)
+            return result
+
+    def _follow(self, records: list[MemoryRecord], version: int) -> tuple[_Layout, str]:
+        """The layout for these records: the last one with changes placed, or a new one."""
+        old = self._layout
+        if old is not None and records:
+            kept = [r for r in records if r.id in old.index and old.versions[old.index[r.id]] == r.version]
+            fresh = [r for r in records if not (r.id in old.index and old.versions[old.index[r.id]] == r.version)]
+            if kept and old.placed + len(fresh) <= REPLACED_SHARE * len(records):
+                return self._extend(old, kept, fresh, version), "placed" if fresh else "kept"
+        return self._lay_out(records, version), "laid out"
+
+    def _lay_out(self, records: list[MemoryRecord], version: int) -> _Layout:
+        n = len(records)
+        unit = np.stack([r.vector for r in records]).astype(np.float32) if n else np.zeros((0, 1))
+        if n == 0:
+            return _Layout(version, [], [], unit, np.zeros((0, 2)), np.zeros(0, dtype=np.int64), {})
+        sample = np.sort(np.random.default_rng(0).permutation(n)[:LANDMARKS]) if n > LANDMARKS else np.arange(n)
+        coords = np.zeros((n, 2))
+        regions = np.full(n, -1, dtype=np.int64)
+        coords[sample] = alg.normalize_coordinates(alg.project(unit[sample], 2))
+        if len(sample) >= 2 * MIN_REGION:
+            regions[sample] = alg.cluster_vectors(unit[sample], MIN_REGION).labels
+        rest = np.setdiff1d(np.arange(n), sample)
+        if len(rest):
+            coords[rest], nearest = place(unit[rest], unit[sample], coords[sample])
+            regions[rest] = regions[sample][nearest]
+        labels = self._region_labels(records, regions)
+        return _Layout(version, [r.id for r in records], [r.version for r in records], unit, coords, regions, labels)
+
+    def _extend(self, old: _Layout, kept: list[MemoryRecord], fresh: list[MemoryRecord], version: int) -> _Layout:
+        at = np.array([old.index[r.id] for r in kept], dtype=np.int64)
+        coords, regions, unit = old.coords[at], old.regions[at], old.unit[at]
+        if fresh:
+            new_unit = np.stack([r.vector for r in fresh]).astype(np.float32)
+            new_coords, nearest = place(new_unit, unit, coords, seed=version)
+            coords = np.vstack([coords, new_coords])
+            regions = np.concatenate([regions, regions[nearest]])
+            unit = np.vstack([unit, new_unit])
+        records = [*kept, *fresh]
+        return _Layout(
+            version,
+            [r.id for r in records],
+            [r.version for r in records],
+            unit,
+            coords,
+            regions,
+            old.region_labels,
+            placed=old.placed + len(fresh),
+        )
+
+    def _region_labels(self, records: list[MemoryRecord], regions: np.ndarray) -> dict[int, str]:
+        ids = sorted(set(regions.tolist()) - {-1})
+        words = alg.class_tfidf_keywords(
+            [[records[i].content for i in np.flatnonzero(regions == c)] for c in ids], top_n=3
+        )
+        return {c: ", ".join(w[:3]) or f"region {c}" for c, w in zip(ids, words)}
+
+    def _superseded(self, store, layout: _Layout) -> list[AtlasSuperseded]:
+        """Closed memories whose successor is on the map."""
+        table = store.history_arrow(None)
+        if table.num_rows == 0:
+            return []
+        rows = table.select(["id", "content", "superseded_by", "version"]).to_pylist()
+        latest: dict[str, dict] = {}
+        for row in rows:
+            if row["superseded_by"] and row["superseded_by"] in layout.index and row["id"] not in layout.index:
+                if row["id"] not in latest or row["version"] > latest[row["id"]]["version"]:
+                    latest[row["id"]] = row
+        return [
+            AtlasSuperseded(id=r["id"], label=render.truncate(r["content"], LABEL_CHARS), successor=r["superseded_by"])
+            for r in latest.values()
+        ]
+
+    def _result(
+        self, records: list[MemoryRecord], layout: _Layout, superseded: list[AtlasSuperseded], how: str
+    ) -> AtlasMap:
+        by_id = {r.id: r for r in records}
+        ordered = [by_id[i] for i in layout.ids]
+        namespaces = sorted({r.namespace for r in ordered})
+        types = sorted({r.memory_type for r in ordered})
+        sessions = sorted({r.conversation.session_id for r in ordered if r.conversation.session_id})
+        ns_at = {name: i for i, name in enumerate(namespaces)}
+        type_at = {name: i for i, name in enumerate(types)}
+        session_at = {name: i for i, name in enumerate(sessions)}
+        regions = []
+        for c, label in sorted(layout.region_labels.items()):
+            members = layout.regions == c
+            if not members.any():
+                continue
+            centre = layout.coords[members].mean(axis=0)
+            regions.append(
+                AtlasRegion(
+                    id=c,
+                    label=label,
+                    color=render.cluster_color(c),
+                    size=int(members.sum()),
+                    x=round(float(centre[0]), 4),
+                    y=round(float(centre[1]), 4),
+                )
+            )
+        return AtlasMap(
+            version=layout.version,
+            layout=how,
+            count=len(ordered),
+            ids=layout.ids,
+            x=[round(float(v), 4) for v in layout.coords[:, 0]],
+            y=[round(float(v), 4) for v in layout.coords[:, 1]],
+            importance=[round(float(r.importance), 3) for r in ordered],
+            region=layout.regions.tolist(),
+            flags=[
+                (PINNED if r.pinned else 0) | (CAPTURED if _captured(r) else 0) | (REVISED if r.version > 1 else 0)
+                for r in ordered
+            ],
+            label=[render.truncate(r.content, LABEL_CHARS) for r in ordered],
+            namespace=[ns_at[r.namespace] for r in ordered],
+            memory_type=[type_at[r.memory_type] for r in ordered],
+            session=[session_at.get(r.conversation.session_id, -1) for r in ordered],
+            tags=[list(r.tags) for r in ordered],
+            created=[int(r.created_at.timestamp()) for r in ordered],
+            namespaces=namespaces,
+            memory_types=types,
+            sessions=sessions,
+            regions=regions,
+            superseded=superseded,
+        )
