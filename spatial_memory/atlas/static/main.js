@@ -239,9 +239,12 @@ function showHits(memories) {
   renderList();
 }
 
-byId("search-form").addEventListener("submit", (event) => {
-  event.preventDefault();
-  search(byId("search").value);
+// No form: a sandboxed host frame may not submit one, and the search never leaves the page.
+byId("search").addEventListener("keydown", (event) => {
+  if (event.key === "Enter") {
+    event.preventDefault();
+    search(byId("search").value);
+  }
 });
 byId("search").addEventListener("input", debounce(() => search(byId("search").value), 400));
 
@@ -307,12 +310,14 @@ function signIn() {
   byId("signin-token").focus();
 }
 
-byId("signin-form").addEventListener("submit", (event) => {
-  event.preventDefault();
+function signedIn() {
   setTeamToken(byId("signin-token").value.trim());
   byId("signin").hidden = true;
   load(false);
-});
+}
+
+byId("signin-open").addEventListener("click", signedIn);
+byId("signin-token").addEventListener("keydown", (event) => event.key === "Enter" && signedIn());
 
 async function start() {
   if (mode === "app") {

@@ -138,9 +138,10 @@ export class Panel {
     const tags = el("input", { name: "tags", type: "text", value: m.tags.join(", ") });
     const importance = el("input", { name: "importance", type: "number", min: 0, max: 1, step: 0.05, value: m.importance });
     const type = el("select", { name: "memory_type" }, TYPES.map((t) => el("option", { value: t, selected: t === m.memory_type }, t)));
+    // Not a <form>: a sandboxed host frame may not submit one; Save does the work.
     const form = el(
-      "form",
-      { "aria-label": "Edit memory" },
+      "div",
+      { role: "form", "aria-label": "Edit memory" },
       el("label", {}, "Content", content),
       el("label", {}, "Tags (comma separated)", tags),
       el("label", {}, "Importance (0-1)", importance),
@@ -152,11 +153,6 @@ export class Panel {
         el("button", { type: "button", onclick: () => this.show() }, "Cancel"),
       ),
     );
-    // Saved by the button (Enter in a field too): the page never submits a form anywhere.
-    form.addEventListener("submit", (event) => {
-      event.preventDefault();
-      save();
-    });
     const save = async () => {
       const changes = { id: m.id };
       if (content.value !== m.content) changes.content = content.value;
@@ -176,17 +172,21 @@ export class Panel {
 
   forget() {
     const m = this.memory;
-    byText(this.dialog, "#forget-text").textContent = shorten(m.content, 300);
-    this.dialog.returnValue = "";
-    this.dialog.onclose = async () => {
-      if (this.dialog.returnValue !== "forget") return;
+    const dialog = this.dialog;
+    dialog.querySelector("#forget-text").textContent = shorten(m.content, 300);
+    dialog.querySelector("#forget-cancel").onclick = () => dialog.close("cancel");
+    dialog.querySelector("#forget-confirm").onclick = () => dialog.close("forget");
+    dialog.returnValue = "";
+    dialog.onclose = async () => {
+      if (dialog.returnValue !== "forget") return;
       const result = await this.run("forget", { id: m.id });
       if (!result) return;
       this.atlas.changed("forget", m.id, null);
       this.body.replaceChildren(el("p", { role: "status", text: "Forgotten." }));
       this.memory = null;
     };
-    this.dialog.showModal();
+    dialog.showModal();
+    dialog.querySelector("#forget-cancel").focus();
   }
 
   async history() {
@@ -223,8 +223,4 @@ export class Panel {
     await this.refresh(result.memory, `Reverted to version ${version} (now version ${result.memory.version}).`);
     await this.history();
   }
-}
-
-function byText(root, selector) {
-  return root.querySelector(selector);
 }
