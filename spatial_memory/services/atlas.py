@@ -24,6 +24,8 @@ from ..text import render
 from .base import Service
 
 LANDMARKS = 2_000
+# Wider than visualize's 0.1: a person reads the map, and tight clumps hide their points.
+MIN_DIST = 0.5
 REPLACED_SHARE = 0.25
 MIN_REGION = 5
 LABEL_CHARS = 80
@@ -134,7 +136,7 @@ class AtlasService(Service):
         sample = np.sort(np.random.default_rng(0).permutation(n)[:LANDMARKS]) if n > LANDMARKS else np.arange(n)
         coords = np.zeros((n, 2))
         regions = np.full(n, -1, dtype=np.int64)
-        coords[sample] = alg.normalize_coordinates(alg.project(unit[sample], 2))
+        coords[sample] = alg.normalize_coordinates(alg.project(unit[sample], 2, min_dist=MIN_DIST))
         if len(sample) >= 2 * MIN_REGION:
             regions[sample] = alg.cluster_vectors(unit[sample], MIN_REGION).labels
         rest = np.setdiff1d(np.arange(n), sample)

@@ -1,7 +1,7 @@
 """Word-level differences between two texts (memory_history's diff): pure, no I/O.
 
-Texts are split into words and the whitespace after each, so the parts of a diff joined back
-give the old text (equal + delete) and the new text (equal + insert) exactly.
+Texts are split into words and the runs of whitespace between them, each a token, so the parts of
+a diff joined back give the old text (equal + delete) and the new text (equal + insert) exactly.
 """
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from __future__ import annotations
 import re
 from difflib import SequenceMatcher
 
-_TOKEN = re.compile(r"\S+\s*|\s+")
+_TOKEN = re.compile(r"\S+|\s+")
 
 
 def words(text: str) -> list[str]:
-    """The text as words, each with the whitespace that follows it."""
+    """The text as its words and whitespace runs, in order."""
     return _TOKEN.findall(text)
 
 
@@ -22,8 +22,7 @@ def word_diff(old: str, new: str) -> list[tuple[str, str]]:
 
     Adjacent parts of one op are merged; a replaced run is its delete then its insert."""
     a, b = words(old), words(new)
-    # Compare words without their trailing whitespace, so a re-wrapped line is not a change.
-    matcher = SequenceMatcher(None, [w.rstrip() for w in a], [w.rstrip() for w in b], autojunk=False)
+    matcher = SequenceMatcher(None, a, b, autojunk=False)
     parts: list[tuple[str, str]] = []
 
     def add(op: str, text: str) -> None:

@@ -118,7 +118,7 @@ export class MapView {
   }
 
   radius(i) {
-    return (2.2 + 4.5 * Math.max(0, Math.min(1, this.data.importance[i]))) * Math.min(2.5, Math.sqrt(this.k));
+    return (2.6 + 5 * Math.max(0, Math.min(1, this.data.importance[i]))) * Math.min(2.5, Math.sqrt(this.k));
   }
 
   buildGrid() {
