@@ -13,28 +13,59 @@ from typing import Any
 TOPICS = {
     "cooking": (
         ["The sourdough", "Grandma's lasagna", "The curry base", "Our pancake batter", "The pizza dough"],
-        ["needs {n} grams of salt", "rests overnight in the fridge", "is best with fresh basil",
-         "bakes at {n}0 degrees for twenty minutes", "uses butter instead of oil"],
+        [
+            "needs {n} grams of salt",
+            "rests overnight in the fridge",
+            "is best with fresh basil",
+            "bakes at {n}0 degrees for twenty minutes",
+            "uses butter instead of oil",
+        ],
     ),
     "travel": (
-        ["The Lisbon trip", "Our flight to Tokyo", "The hiking week in Norway", "The train to Vienna", "The Rome hotel"],
-        ["is booked for March {n}", "needs a visa checked by Friday", "leaves from gate {n}",
-         "costs {n}00 euros in total", "includes a day at the museum"],
+        [
+            "The Lisbon trip",
+            "Our flight to Tokyo",
+            "The hiking week in Norway",
+            "The train to Vienna",
+            "The Rome hotel",
+        ],
+        [
+            "is booked for March {n}",
+            "needs a visa checked by Friday",
+            "leaves from gate {n}",
+            "costs {n}00 euros in total",
+            "includes a day at the museum",
+        ],
     ),
     "code": (
         ["The deploy script", "The database migration", "Our CI pipeline", "The API gateway", "The login service"],
-        ["fails when the cache is cold", "runs on Python 3.{n}", "needs a retry around the S3 upload",
-         "was rewritten to use async IO", "times out after {n} seconds"],
+        [
+            "fails when the cache is cold",
+            "runs on Python 3.{n}",
+            "needs a retry around the S3 upload",
+            "was rewritten to use async IO",
+            "times out after {n} seconds",
+        ],
     ),
     "health": (
         ["My running plan", "The physiotherapy", "Sleep tracking", "The vitamin D dose", "Morning stretches"],
-        ["is {n} kilometres three times a week", "focuses on the left knee", "shows {n} hours on average",
-         "was raised after the blood test", "take ten minutes before work"],
+        [
+            "is {n} kilometres three times a week",
+            "focuses on the left knee",
+            "shows {n} hours on average",
+            "was raised after the blood test",
+            "take ten minutes before work",
+        ],
     ),
     "garden": (
         ["The tomato seedlings", "The apple tree", "Our compost heap", "The herb bed", "The lawn"],
-        ["need watering every {n} days", "was pruned in February", "is turned every month",
-         "gets afternoon sun only", "is mowed on Saturdays"],
+        [
+            "need watering every {n} days",
+            "was pruned in February",
+            "is turned every month",
+            "gets afternoon sun only",
+            "is mowed on Saturdays",
+        ],
     ),
 }
 
@@ -95,6 +126,17 @@ def seed(path: Path, n: int, embedder: Any = None) -> dict[str, Any]:
             NewMemory(content="The travel plans changed: the Lisbon trip moved to May.", namespace="home"),
             supersedes=[replaced],
         ).id
-        return {"ids": ids, "edited": edited, "original": original, "superseded": replaced, "successor": successor}
+        counts: dict[str, dict[str, int]] = {"namespaces": {}, "types": {}}
+        for m in resources.store().scan():
+            counts["namespaces"][m.namespace] = counts["namespaces"].get(m.namespace, 0) + 1
+            counts["types"][m.memory_type] = counts["types"].get(m.memory_type, 0) + 1
+        return {
+            "ids": ids,
+            "edited": edited,
+            "original": original,
+            "superseded": replaced,
+            "successor": successor,
+            **counts,
+        }
     finally:
         resources.close(10.0)

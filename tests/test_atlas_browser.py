@@ -15,7 +15,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -144,6 +143,7 @@ async def test_a_person_searches_opens_edits_pins_reverts_and_forgets(ui, store,
             "forget": some[2],
             "revert": store["edited"],
             "revertTo": 1,
+            "journey": [some[5], some[6]],
         },
     )
     assert seen["errors"] == []
@@ -155,6 +155,10 @@ async def test_a_person_searches_opens_edits_pins_reverts_and_forgets(ui, store,
     assert seen["afterEdit"] == NEW_CONTENT
     assert seen["versions"] == 3 and seen["diffInserted"] >= 1 and seen["diffDeleted"] >= 1
     assert seen["afterRevert"] == store["original"]
+    assert seen["journeyPath"][0] == some[5] and seen["journeyPath"][-1] == some[6] and seen["journeySteps"] > 0
+    assert seen["workCount"] == store["namespaces"]["work"]
+    assert seen["conversationCount"] == store["types"]["conversation"]
+    assert seen["keyboardZoom"] > 1.1
     assert "Forget" in seen["dialogText"] and seen["countAfterForget"] == 299
     assert "captured by hooks" in seen["capturesTitle"]
     assert seen["theme_light"] == "light" and seen["theme_dark"] == "dark"

@@ -39,7 +39,9 @@ def _arguments(name: str, given: Any, required: tuple[str, ...], optional: tuple
         raise ValidationError(f"{name}: the body must be a JSON object")
     unknown = sorted(set(given) - set(required) - set(optional))
     if unknown:
-        raise ValidationError(f"{name}: unknown argument(s) {', '.join(unknown)}; accepted: {', '.join(required + optional)}")
+        raise ValidationError(
+            f"{name}: unknown argument(s) {', '.join(unknown)}; accepted: {', '.join(required + optional)}"
+        )
     missing = [k for k in required if k not in given]
     if missing:
         raise ValidationError(f"{name}: missing {', '.join(missing)}")
@@ -80,7 +82,10 @@ def memory(app: Any, given: Any) -> dict[str, Any]:
         return {"memory": None, "neighbours": []}
     current = found.memories[0].current
     near = app.search.nearby(a["id"], limit=NEIGHBOURS).neighbors if current else []
-    return {"memory": found.memories[0].model_dump(mode="json"), "neighbours": [n.model_dump(mode="json") for n in near]}
+    return {
+        "memory": found.memories[0].model_dump(mode="json"),
+        "neighbours": [n.model_dump(mode="json") for n in near],
+    }
 
 
 def update(app: Any, given: Any) -> dict[str, Any]:

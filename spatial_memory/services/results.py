@@ -69,7 +69,8 @@ class MemoryItem(BaseModel):
 
 class ProvenanceInfo(BaseModel):
     via: str = Field(
-        description="What wrote it: remember, remember_batch, extract, import, consolidate, update, revert, supersede or hook."
+        description="What wrote it: remember, remember_batch, extract, import, consolidate, update, revert, "
+        "supersede or hook."
     )
     client: str | None = Field(None, description="The MCP client's name (from initialize).")
     client_version: str | None = None
@@ -170,7 +171,9 @@ class MemoryVersion(BaseModel):
     superseded_by: str | None = None
     provenance: ProvenanceInfo | None = None
     changed: list[str] | None = Field(None, description="diff=true: the fields that differ from the version before.")
-    diff: list[DiffPart] | None = Field(None, description="diff=true: the content against the version before, by words.")
+    diff: list[DiffPart] | None = Field(
+        None, description="diff=true: the content against the version before, by words."
+    )
 
 
 class MemoryHistoryResult(BaseModel):

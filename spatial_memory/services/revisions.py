@@ -11,10 +11,10 @@ from .. import validation as check
 from ..errors import MemoryNotFoundError, ValidationError
 from ..storage.history import RetiredState
 from ..storage.records import MemoryRecord, Provenance, is_uuid
+from ..text.wordiff import word_diff
 from .base import Service
 from .connections import relation_item
 from .expiry import expiry_for, memory_type_of
-from ..text.wordiff import word_diff
 from .results import (
     DiffPart,
     FullMemory,
@@ -95,8 +95,18 @@ class RevisionService(Service):
         memories table, under the store lock, so two writers never lose each other's version).
         `revert_to`: that version's content and fields become a new current version."""
         if revert_to is not None:
-            given = [f for f, v in (("content", content), ("tags", tags), ("importance", importance),
-                                    ("metadata", metadata), ("pinned", pinned), ("memory_type", memory_type)) if v is not None]
+            given = [
+                f
+                for f, v in (
+                    ("content", content),
+                    ("tags", tags),
+                    ("importance", importance),
+                    ("metadata", metadata),
+                    ("pinned", pinned),
+                    ("memory_type", memory_type),
+                )
+                if v is not None
+            ]
             if given or expires_at is not _UNSET:
                 raise ValidationError(
                     f"revert_to replaces every field: leave out {', '.join(given) or 'expires_at'}, "

@@ -7,9 +7,9 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
+from ..atlas import TOOL_META
 from ..limits import MAX_CONTEXT, MAX_EXPAND
 from ..services.results import HybridRecallResult, NearbyResult, RecallResult
-from ..atlas import TOOL_META
 from .arguments import Arguments
 from .calls import READ_ONLY, call
 from .registry import ToolSet

@@ -7,9 +7,9 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
+from ..atlas import TOOL_META
 from ..limits import MAX_MAP_MEMORIES
 from ..services.results import JourneyResult, RegionsResult, VisualizeResult, WanderResult
-from ..atlas import TOOL_META
 from .arguments import Arguments
 from .calls import READ_ONLY, call, with_picture
 from .registry import ToolSet

@@ -77,6 +77,40 @@ try {
   await panel.getByText(`Reverted to version ${cfg.revertTo}`).waitFor();
   out.afterRevert = await panel.locator(".content").textContent();
 
+  // A journey: open one memory, shift-click another.
+  await clickOnMap(cfg.journey[0]);
+  const point = await page.evaluate((memoryId) => {
+    const v = window.atlas.view;
+    v.centreOn(memoryId);
+    const i = v.data.index.get(memoryId);
+    return { x: v.sx(v.data.x[i]), y: v.sy(v.data.y[i]) };
+  }, cfg.journey[1]);
+  await page.waitForTimeout(100);
+  const mapBox = await map.boundingBox();
+  await page.keyboard.down("Shift");
+  await page.mouse.click(mapBox.x + point.x, mapBox.y + point.y);
+  await page.keyboard.up("Shift");
+  await page.locator("#list-title", { hasText: "Journey" }).waitFor();
+  out.journeyPath = await page.evaluate(() => window.atlas.view.journey);
+  out.journeySteps = await results.getByRole("listitem").count();
+
+  // Filters: one namespace, then all again.
+  await page.getByLabel("Namespace").selectOption("work");
+  await page.waitForTimeout(400);
+  out.workCount = Number(await map.getAttribute("data-count"));
+  await page.getByLabel("Namespace").selectOption("");
+  await page.getByLabel("Type").selectOption("conversation");
+  await page.waitForTimeout(400);
+  out.conversationCount = Number(await map.getAttribute("data-count"));
+  await page.getByLabel("Type").selectOption("");
+  await page.waitForTimeout(400);
+
+  // Keyboard: the map takes focus and zooms with +.
+  await map.focus();
+  const zoomBefore = await page.evaluate(() => window.atlas.view.k);
+  await page.keyboard.press("+");
+  out.keyboardZoom = (await page.evaluate(() => window.atlas.view.k)) / zoomBefore;
+
   // Forget, after the dialog.
   await clickOnMap(cfg.forget);
   await panel.getByRole("button", { name: "Forget" }).click();
