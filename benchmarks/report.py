@@ -190,7 +190,10 @@ def render() -> str:
             "",
             *markdown_table(sizes["rows"]),
             "",
-            "Compact JSON as a client receives it; approx_tokens = characters / 4.",
+            "model_visible: each tool's name, description and input schema plus the server's instructions, what "
+            "a model reads in every conversation (tokens = characters / 4; the budget is the reference 1.11.4's "
+            "list measured the same way). tools_list_chars / approx_tokens: the whole answer as compact JSON, "
+            "output schemas (read by clients) included.",
             "",
         ]
     for name in ("team_load", "team_load_paced"):

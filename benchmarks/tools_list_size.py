@@ -1,8 +1,11 @@
 """What tools/list costs a model under each tool profile (SPATIAL_MEMORY_TOOLS).
 
-Every client sends the model the whole tools/list answer in every conversation. This lists the
-tools of a server per profile through an MCP client session and measures the answer as
-compact JSON (characters, and characters / 4 as a rough token count). Deterministic: no timing.
+Every client puts each listed tool's name, description and input schema, and the server's
+instructions, into the model's context in every conversation. This lists the tools of a server per
+profile through an MCP client session and reports that model-visible part (characters, and
+characters / 4 as tokens: spatial_memory/tools/budget.py) beside the budget, the reference 1.11.4's
+4,840 tokens measured the same way; and the whole answer as compact JSON (output schemas
+included, which clients read and models do not). Deterministic: no timing.
 
 python -m benchmarks.tools_list_size    # print the table, write benchmarks/results/tools_list_size.json
 """
@@ -25,10 +28,19 @@ async def measure(profile: str, store: Path) -> dict[str, Any]:
 
     from spatial_memory.config import Settings
     from spatial_memory.server.app import create_server
+    from spatial_memory.tools.budget import BUDGET_TOKENS, model_visible_chars, tokens
 
     settings = Settings(path=store, preload=False, tools=profile)
     async with Client(create_server(settings)) as client:
-        return {"profile": profile, **listing_size((await client.list_tools()).tools)}
+        tools = (await client.list_tools()).tools
+        visible = model_visible_chars(tools, client.instructions)
+    return {
+        "profile": profile,
+        "model_visible_chars": visible,
+        "model_visible_tokens": tokens(visible),
+        "budget_tokens": BUDGET_TOKENS,
+        **listing_size(tools),
+    }
 
 
 async def main() -> None:

@@ -8,6 +8,9 @@ from typing import Literal
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from .limits import MAX_BATCH, MAX_CONTENT, MAX_NAMESPACE_CHARS, MAX_TAG_CHARS, MAX_TAGS
+from .tool_profiles import parse_selection
+
 # Stores on object storage, served through LanceDB's own object-store support.
 REMOTE_SCHEMES = ("s3", "gs", "az")
 
@@ -80,12 +83,12 @@ class Settings(BaseSettings):
         "comma-separated. Fewer tools, less context in every conversation.",
     )
 
-    max_content_length: int = Field(100_000, ge=1)
-    max_batch_size: int = Field(1_000, ge=1)
-    max_tags: int = Field(50, ge=0)
-    max_tag_length: int = Field(100, ge=1)
+    max_content_length: int = Field(MAX_CONTENT.default, ge=1)
+    max_batch_size: int = Field(MAX_BATCH.default, ge=1)
+    max_tags: int = Field(MAX_TAGS.default, ge=0)
+    max_tag_length: int = Field(MAX_TAG_CHARS.default, ge=1)
     max_metadata_bytes: int = Field(65_536, ge=2)
-    max_namespace_length: int = Field(128, ge=1)
+    max_namespace_length: int = Field(MAX_NAMESPACE_CHARS.default, ge=1)
     max_result_bytes: int = Field(
         16_777_216, ge=1024, description="Largest tool result (JSON bytes); a bigger one is a ResultTooLargeError."
     )
@@ -258,8 +261,6 @@ class Settings(BaseSettings):
     @field_validator("tools")
     @classmethod
     def _known_tools(cls, value: str) -> str:
-        from .tools.profiles import parse_selection
-
         return ",".join(parse_selection(value))
 
     @property

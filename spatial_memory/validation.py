@@ -12,6 +12,7 @@ from typing import Any
 
 from .config import Settings
 from .errors import ValidationError
+from .limits import MAX_LABEL_CHARS
 from .storage.records import Conversation
 from .text.secrets import redact, redact_value
 
@@ -181,9 +182,6 @@ def one_of(name: str, value: Any, allowed: Sequence[str]) -> str:
     if value not in allowed:
         raise ValidationError(f"{name} must be one of {', '.join(allowed)}; got {str(value)[:40]!r}")
     return value
-
-
-MAX_LABEL_CHARS = 256  # session_id, speaker
 
 
 def conversation(value: Conversation) -> Conversation:

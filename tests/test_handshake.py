@@ -229,5 +229,5 @@ def test_the_fingerprint_covers_every_module_of_the_package():
 
     package = Path(__file__).resolve().parents[1] / "spatial_memory"
     sources = set(fingerprint_sources())
-    for module in ("tools/memory.py", "tools/arguments.py", "storage/store.py", "server/app.py", "__init__.py"):
+    for module in ("tools/memory.py", "tools/types.py", "storage/store.py", "server/app.py", "__init__.py"):
         assert (package / module).resolve() in sources, module

@@ -495,7 +495,7 @@ def test_advertised_resources_and_prompts_work(node, tmp_path):
     with sample arguments, and namespace and tag arguments complete - all without the TypeScript
     client throwing. The server runs the `core` tool profile (SPATIAL_MEMORY_TOOLS): it lists only
     those tools, names no other in its instructions, and a tool outside it is an unknown tool."""
-    from spatial_memory.tools.profiles import CORE
+    from spatial_memory.tool_profiles import CORE
 
     store = new_store(tmp_path, "store")
     with TsClient(node, server_spec(store, SPATIAL_MEMORY_TOOLS="core"), tmp_path / "driver.log") as client:
@@ -505,7 +505,8 @@ def test_advertised_resources_and_prompts_work(node, tmp_path):
         assert set(re.findall(r"`(\w+)`", client.connected["instructions"])) <= set(CORE)
         outside = client.step({"call": "stats", "arguments": {}})
         assert outside["ok"] and outside["result"]["isError"], outside
-        assert json.loads(outside["result"]["content"][0]["text"])["message"] == "Unknown tool: stats"
+        message = json.loads(outside["result"]["content"][0]["text"])["message"]
+        assert message == f"Unknown tool: stats; tools: {', '.join(CORE)}", message
         seeded = client.step({"call": "remember_batch", "arguments": {"memories": seed_memories()}})
         memory_id = succeeded(seeded)["ids"][0]
         checked: list[str] = []

@@ -176,13 +176,17 @@ async def test_forget_and_forget_batch(client):
     a = await remember(client, "one")
     b = await remember(client, "two", namespace="tmp", importance=0.1)
     c = await remember(client, "three", namespace="tmp", importance=0.9)
-    assert data(await client.call_tool("forget", {"memory_id": a["id"]})) == {"deleted": 1, "ids": [a["id"]]}
-    assert data(await client.call_tool("forget", {"memory_id": a["id"]})) == {"deleted": 0, "ids": []}
+    forgotten = {"deleted": 1, "ids": [a["id"]], "not_found": []}
+    assert data(await client.call_tool("forget", {"memory_id": a["id"]})) == forgotten
+    # An unknown id is named, as update_memory names it (here an error would make forget not idempotent).
+    again = {"deleted": 0, "ids": [], "not_found": [a["id"]]}
+    assert data(await client.call_tool("forget", {"memory_id": a["id"]})) == again
     result = data(await client.call_tool("forget", {"namespace": "tmp", "filters": {"importance": {"lt": 0.5}}}))
-    assert result == {"deleted": 1, "ids": [b["id"]]}
+    assert result == {"deleted": 1, "ids": [b["id"]], "not_found": []}
     assert_error(await client.call_tool("forget", {}), "ValidationError")
-    result = data(await client.call_tool("forget_batch", {"memory_ids": [c["id"], str(uuid.uuid4()), "junk"]}))
-    assert result == {"deleted": 1, "ids": [c["id"]]}
+    unknown = str(uuid.uuid4())
+    result = data(await client.call_tool("forget_batch", {"memory_ids": [c["id"], unknown, "junk", unknown]}))
+    assert result == {"deleted": 1, "ids": [c["id"]], "not_found": [unknown, "junk"]}
     assert_error(await client.call_tool("forget_batch", {"memory_ids": []}), "ValidationError")
     assert data(await client.call_tool("stats", {}))["total_memories"] == 0
 

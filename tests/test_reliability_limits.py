@@ -40,7 +40,9 @@ async def test_content_and_batch_limits(tmp_path):
         schemas = {t.name: t.input_schema for t in (await client.list_tools()).tools}
         assert schemas["remember"]["properties"]["content"]["maxLength"] == 1000
         assert schemas["remember_batch"]["properties"]["memories"]["maxItems"] == 10
-        assert schemas["remember_batch"]["$defs"]["MemoryInput"]["properties"]["content"]["maxLength"] == 1000
+        assert (
+            schemas["remember_batch"]["properties"]["memories"]["items"]["properties"]["content"]["maxLength"] == 1000
+        )
         assert not (await client.call_tool("remember", {"content": "x" * 1000})).is_error
         too_long = _error(await client.call_tool("remember", {"content": "x" * 1001}))
         assert too_long["error"] == "ValidationError" and "1000" in too_long["message"], too_long
@@ -63,6 +65,11 @@ async def test_content_and_batch_limits(tmp_path):
 async def test_metadata_and_tag_limits(tmp_path):
     settings = Settings(path=tmp_path / "store", preload=False, max_metadata_bytes=1000, max_tags=3)
     async with await _client(settings) as client:
+        schemas = {t.name: t.input_schema for t in (await client.list_tools()).tools}
+        # The setting reaches every schema that lists tags: a tool's own, a batch item's, recall's shared filter.
+        assert schemas["remember"]["properties"]["tags"]["maxItems"] == 3
+        assert schemas["remember_batch"]["properties"]["memories"]["items"]["properties"]["tags"]["maxItems"] == 3
+        assert schemas["recall"]["properties"]["tags"]["maxItems"] == 3
         err = _error(await client.call_tool("remember", {"content": "m", "metadata": {"blob": "z" * 1000}}))
         assert "1,000 bytes" in err["message"]
         nested: dict = {}

@@ -36,6 +36,14 @@ async def test_a_misspelt_argument_is_refused_by_name_on_every_tool(client):
         assert f"of {name}" in message and all(arg in message for arg in accepted), (name, message)
 
 
+async def test_a_misspelt_tool_name_gets_a_suggestion(client):
+    body = data(await client.call_tool("recal", {"query": "x"}))
+    assert body["error"] == "ValidationError"
+    assert body["message"].startswith("Unknown tool: recal (did you mean 'recall'?); tools: remember, "), body
+    body = data(await client.call_tool("zzz", {}))
+    assert body["message"].startswith("Unknown tool: zzz; tools: ") and "did you mean" not in body["message"]
+
+
 async def test_a_misspelt_filter_is_not_silently_dropped(client):
     await client.call_tool("remember", {"content": "a fact about work", "namespace": "work"})
     await client.call_tool("remember", {"content": "a fact about home", "namespace": "home"})

@@ -66,7 +66,7 @@ class SpatialMemoryMCPServer(MCPServer):
             if isinstance(cause, SpatialMemoryError):
                 return failure(cause)
             if str(exc).startswith("Unknown tool"):
-                return failure(ValidationError(f"Unknown tool: {name[:100]}"))
+                return failure(ValidationError(describe_unknown_tool(name, list(self._schemas))))
             return internal_failure(name)
 
     def __init__(self, *args: Any, tools: list[Tool], **kwargs: Any) -> None:
@@ -208,11 +208,17 @@ def _keys_at(schema: dict[str, Any], location: tuple[Any, ...]) -> list[str]:
 
 def describe_unknown_arguments(owner: str, unknown: list[str], accepted: list[str], *, noun: str = "argument") -> str:
     """'namespce' (did you mean 'namespace'?) is not an argument of recall; accepted: ..."""
-    parts = []
-    for key in unknown[:5]:
-        shown = key[:100]
-        close = difflib.get_close_matches(key, accepted, n=1, cutoff=0.6)
-        parts.append(f"'{shown}'" + (f" (did you mean '{close[0]}'?)" if close else ""))
+    parts = [f"'{key[:100]}'{_did_you_mean(key, accepted)}" for key in unknown[:5]]
     article = "an" if noun[0] in "aeiou" else "a"
     what = f"is not {article} {noun}" if len(unknown) == 1 else f"are not {noun}s"
     return f"{', '.join(parts)} {what} of {owner}; accepted: {', '.join(accepted)}"
+
+
+def describe_unknown_tool(name: str, listed: list[str]) -> str:
+    """Unknown tool: recal (did you mean 'recall'?); tools: remember, ..."""
+    return f"Unknown tool: {name[:100]}{_did_you_mean(name, listed)}; tools: {', '.join(listed)}"
+
+
+def _did_you_mean(key: str, accepted: list[str]) -> str:
+    close = difflib.get_close_matches(key, accepted, n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""

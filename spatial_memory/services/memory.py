@@ -3,9 +3,9 @@ the memories they supersede), forget, forget_batch, one memory, the newest."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Unpack
 
 import numpy as np
 
@@ -18,6 +18,7 @@ from ..storage.filters import build_filter
 from ..storage.records import MemoryRecord, NewMemory, Provenance, new_id
 from .base import Service
 from .expiry import expiry_for, memory_type_of
+from .recall_filters import Scope
 from .results import (
     ForgetResult,
     MemoryDetail,
@@ -202,13 +203,9 @@ class MemoryService(Service):
             )
         return found
 
-    def forget(
-        self,
-        memory_id: str | None = None,
-        *,
-        namespace: str | None = None,
-        filters: Mapping[str, Any] | None = None,
-    ) -> ForgetResult:
+    def forget(self, memory_id: str | None = None, **where: Unpack[Scope]) -> ForgetResult:
+        """Forget one memory by id (within `where` when given), or every memory matching `where`."""
+        namespace, filters = where.get("namespace"), where.get("filters")
         if memory_id is None and namespace is None and not filters:
             raise ValidationError("Give memory_id, or namespace and/or filters, to say what to forget")
         store = self._r.store()
@@ -221,7 +218,7 @@ class MemoryService(Service):
         else:
             deleted = store.delete_where(build_filter(namespace=namespace, filters=filters))
         self._r.upkeep.poke()
-        return ForgetResult(deleted=len(deleted), ids=deleted)
+        return ForgetResult.of(deleted, asked=[] if memory_id is None else [memory_id])
 
     def forget_batch(self, memory_ids: Sequence[str]) -> ForgetResult:
         if not memory_ids:
@@ -230,7 +227,7 @@ class MemoryService(Service):
             raise ValidationError(f"at most {self._settings.max_batch_size} ids per call")
         deleted = self._r.store().delete_ids(memory_ids)
         self._r.upkeep.poke()
-        return ForgetResult(deleted=len(deleted), ids=deleted)
+        return ForgetResult.of(deleted, asked=memory_ids)
 
     def memory(self, memory_id: str) -> MemoryDetail:
         """One memory, whole (without its vector)."""

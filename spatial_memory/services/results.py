@@ -6,6 +6,7 @@ One model per result, kept in one module because together they are the contract 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -256,6 +257,14 @@ class NearbyResult(BaseModel):
 class ForgetResult(BaseModel):
     deleted: int
     ids: list[str]
+    not_found: list[str] = Field(
+        default_factory=list, description="Ids asked for by id that were not deleted: no such memory (or not matching)."
+    )
+
+    @classmethod
+    def of(cls, deleted: list[str], *, asked: Sequence[str]) -> ForgetResult:
+        gone = set(deleted)
+        return cls(deleted=len(deleted), ids=deleted, not_found=[i for i in dict.fromkeys(asked) if i not in gone])
 
 
 class IndexInfo(BaseModel):

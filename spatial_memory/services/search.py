@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
+from typing import Unpack
 
 import numpy as np
 
@@ -17,10 +15,11 @@ from ..algorithms.ranking import DEFAULT_PARAMS, TextFeatures
 from ..errors import MemoryNotFoundError, ValidationError
 from ..limits import MAX_CONTEXT, MAX_EXPAND
 from ..storage.candidates import Candidates
-from ..storage.filters import Filter, both, build_filter, current_at, session_windows
-from ..storage.records import MemoryRecord, ScoredMemory, as_utc
+from ..storage.filters import Filter, both, build_filter, session_windows
+from ..storage.records import MemoryRecord, ScoredMemory
 from .base import Service
 from .cache import VersionedCache
+from .recall_filters import RecallFilters, as_of_moment, similarity_floor, store_filter
 from .results import (
     ActivationStep,
     ContextMemory,
@@ -106,25 +105,16 @@ class SearchService(Service):
 
         return self._keyword_pool.submit(search)
 
-    def ranked(self, query: str, **options: Any) -> list[RankedHit]:
+    def ranked(
+        self, query: str, *, limit: int, alpha: float = DEFAULT_PARAMS.alpha, **where: Unpack[RecallFilters]
+    ) -> list[RankedHit]:
         """The best memories for a query, by meaning, keywords and conversation context (see
         `_ranked`)."""
         with self._r.store().one_version():
-            return self._ranked(query, **options)[0]
+            return self._ranked(query, limit=limit, alpha=alpha, **where)[0]
 
     def _ranked(
-        self,
-        query: str,
-        *,
-        limit: int,
-        alpha: float = DEFAULT_PARAMS.alpha,
-        namespace: str | None = None,
-        tags: list[str] | None = None,
-        filters: Mapping[str, Any] | None = None,
-        min_similarity: float = 0.0,
-        since: Any = None,
-        until: Any = None,
-        as_of: datetime | None = None,
+        self, query: str, *, limit: int, alpha: float = DEFAULT_PARAMS.alpha, **where: Unpack[RecallFilters]
     ) -> tuple[list[RankedHit], np.ndarray]:
         """The best memories for a query, by meaning, keywords and conversation context, and the
         query's vector.
@@ -140,12 +130,9 @@ class SearchService(Service):
         check.query_text(query)
         if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 <= alpha <= 1.0:
             raise ValidationError("alpha must be a number from 0.0 (keyword only) to 1.0 (vector only)")
-        flt = build_filter(namespace=namespace, tags=tags, filters=filters, since=since, until=until)
-        if as_of is not None:
-            if not isinstance(as_of, datetime):
-                raise ValidationError("as_of must be an ISO 8601 date and time")
-            as_of = as_utc(as_of)
-            flt = both(flt, current_at(as_of))
+        flt = store_filter(where)
+        as_of = as_of_moment(where)
+        min_similarity = similarity_floor(where)
         store = self._r.store()
         if alpha >= 1.0:
             query_vector = self.query_vector(query)
@@ -220,17 +207,11 @@ class SearchService(Service):
         query: str,
         *,
         limit: int = 5,
-        namespace: str | None = None,
-        tags: list[str] | None = None,
-        filters: Mapping[str, Any] | None = None,
-        min_similarity: float = 0.0,
         hybrid_alpha: float | None = None,
-        since: Any = None,
-        until: Any = None,
         context: int = 0,
-        as_of: datetime | None = None,
         expand: int = 0,
         expansion: ExpansionParams | None = None,
+        **where: Unpack[RecallFilters],
     ) -> RecallResult:
         """The best `limit` memories for the query, after the namespace's pinned memories (which
         come first, whatever the query; not with as_of, which shows the past as it was). With
@@ -240,22 +221,14 @@ class SearchService(Service):
             raise ValidationError(f"context must be an integer from 0 to {MAX_CONTEXT}")
         if isinstance(expand, bool) or not isinstance(expand, int) or not 0 <= expand <= MAX_EXPAND:
             raise ValidationError(f"expand must be an integer from 0 to {MAX_EXPAND}")
+        as_of = where.get("as_of")
         if expand and as_of is not None:
             raise ValidationError("expand cannot be combined with as_of: relations and links are today's; drop one")
+        namespace = where.get("namespace")
         with self._r.store().one_version():
             pinned = self.pinned(namespace) if as_of is None else []
-            hits, query_vector = self._ranked(
-                query,
-                as_of=as_of,
-                limit=limit + len(pinned),
-                alpha=DEFAULT_PARAMS.alpha if hybrid_alpha is None else hybrid_alpha,
-                namespace=namespace,
-                tags=tags,
-                filters=filters,
-                min_similarity=min_similarity,
-                since=since,
-                until=until,
-            )
+            alpha = DEFAULT_PARAMS.alpha if hybrid_alpha is None else hybrid_alpha
+            hits, query_vector = self._ranked(query, limit=limit + len(pinned), alpha=alpha, **where)
         pinned_ids = {r.id for r in pinned}
         hits = [h for h in hits if h.record.id not in pinned_ids][:limit]
         firsts = [ScoredMemory(r, float(np.clip(np.dot(r.vector, query_vector), 0.0, 1.0))) for r in pinned]
@@ -270,7 +243,7 @@ class SearchService(Service):
             self._attach_context(items, [h.record for h in shown], context, namespace)
         expanded = None
         if expand:
-            flt = build_filter(namespace=namespace, tags=tags, filters=filters, since=since, until=until)
+            flt = store_filter(where)  # as_of is not set: expand is refused with it
             # Seeds: the best hits, and a pinned memory that answers the query as well as they do.
             seeds = [ScoredMemory(h.record, h.similarity) for h in hits[: (expansion or EXPANSION).seeds]]
             floor = min((h.similarity for h in seeds), default=1.0)
@@ -408,31 +381,9 @@ class SearchService(Service):
         return NearbyResult(reference=MemoryRef.of(reference), neighbors=[MemoryItem.of(h) for h in neighbors])
 
     def hybrid_recall(
-        self,
-        query: str,
-        *,
-        alpha: float = 0.5,
-        limit: int = 5,
-        namespace: str | None = None,
-        tags: list[str] | None = None,
-        filters: Mapping[str, Any] | None = None,
-        min_similarity: float = 0.0,
-        since: Any = None,
-        until: Any = None,
-        as_of: datetime | None = None,
+        self, query: str, *, alpha: float = 0.5, limit: int = 5, **where: Unpack[RecallFilters]
     ) -> HybridRecallResult:
-        hits = self.ranked(
-            query,
-            as_of=as_of,
-            alpha=alpha,
-            limit=limit,
-            namespace=namespace,
-            tags=tags,
-            filters=filters,
-            min_similarity=min_similarity,
-            since=since,
-            until=until,
-        )
+        hits = self.ranked(query, alpha=alpha, limit=limit, **where)
         self._r.upkeep.record_access(h.record.id for h in hits)
         items = [
             HybridMemoryItem(

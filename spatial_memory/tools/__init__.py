@@ -1,14 +1,17 @@
-"""The MCP tools: thin typed functions, one module per area.
+"""The MCP tools: plain typed functions, one module per area.
 
-Each tool validates its arguments through its signature (the JSON schema is generated from it,
-with every limit taken from the settings: arguments.py), calls one service method in a worker
-thread and returns a typed result (calls.py turns every outcome, errors included, into a
-CallToolResult).
+Each tool is a module-level `async def` whose signature is its input schema (types.py, with the
+limits of limits.py) and whose docstring is its description. It calls one service method in a
+worker thread (calls.call: every outcome, errors included, becomes a CallToolResult) and is
+annotated with the result model its output schema comes from. registry.py builds the SDK's
+Tool objects from them for one server's settings.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from ..tool_profiles import selected_names
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver.tools import Tool
@@ -19,13 +22,9 @@ if TYPE_CHECKING:
 def build_tools(settings: Settings) -> list[Tool]:
     """The tools a server with these settings lists (SPATIAL_MEMORY_TOOLS), in the order clients list them."""
     from . import capture, connections, lifecycle, memory, namespaces, portability, search, spatial
-    from .arguments import build_arguments
-    from .profiles import selected_names
-    from .registry import ToolSet, read_only_names
+    from .registry import build, read_only_names
 
-    arguments = build_arguments(settings)
-    tools = ToolSet()
-    for area in (memory, search, spatial, lifecycle, namespaces, portability, connections, capture):
-        area.register(tools, arguments)
-    wanted = selected_names(settings.tools.split(","), read_only_names(tools.tools))
-    return [tool for tool in tools.tools if tool.name in wanted]
+    areas = (memory, search, spatial, lifecycle, namespaces, portability, connections, capture)
+    tools = [build(fn, settings) for area in areas for fn in area.TOOLS]
+    wanted = selected_names(settings.tools.split(","), read_only_names(tools))
+    return [tool for tool in tools if tool.name in wanted]

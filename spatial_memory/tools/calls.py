@@ -12,7 +12,7 @@ import json
 import logging
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import pydantic
@@ -25,11 +25,44 @@ from ..runtime.imports import import_heavy_modules
 from ..transport.cancellation import request_scope
 
 if TYPE_CHECKING:
+    from ..runtime.resources import Resources
+    from ..services.connections import ConnectionService
+    from ..services.consolidation import ConsolidationService
+    from ..services.extraction import ExtractionService
+    from ..services.health import HealthService
+    from ..services.lifecycle import LifecycleService
+    from ..services.memory import MemoryService
+    from ..services.namespaces import NamespaceService
+    from ..services.portability import PortabilityService
+    from ..services.revisions import RevisionService
+    from ..services.search import SearchService
+    from ..services.spatial import SpatialService
+    from ..services.visualization import VisualizationService
     from ..storage.records import Provenance
 
 log = logging.getLogger("spatial_memory.tools")
 
-T = TypeVar("T")
+
+class Services(Protocol):
+    """What a tool's work receives: the services of the caller's App (server/app.py), confined to
+    its namespaces on a team server."""
+
+    resources: Resources
+    memory: MemoryService
+    revisions: RevisionService
+    search: SearchService
+    namespaces: NamespaceService
+    portability: PortabilityService
+    spatial: SpatialService
+    visualization: VisualizationService
+    lifecycle: LifecycleService
+    extraction: ExtractionService
+    consolidation: ConsolidationService
+    connections: ConnectionService
+    health: HealthService
+
+
+Work = Callable[[Services], pydantic.BaseModel]
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 ADDITIVE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
@@ -102,10 +135,10 @@ async def _heartbeat(ctx: Context, message: str) -> None:
         elapsed += 1
 
 
-def in_worker(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+def in_worker(fn: Work) -> Work:
     """`fn(app)` as worker-thread work: counted for shutdown, after the heavy imports."""
 
-    def run(app: Any) -> Any:
+    def run(app: Services) -> pydantic.BaseModel:
         with app.resources.workers.running():  # shutdown waits for this (runtime/shutdown.py)
             import_heavy_modules()  # never two threads importing pyarrow at once (see there)
             return fn(app)
@@ -113,11 +146,11 @@ def in_worker(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return run
 
 
-async def _run_with_progress(fn: Callable[[Any], Any], app: Any, ctx: Context, progress: str | None) -> Any:
+async def _run_with_progress(fn: Work, app: Services, ctx: Context, progress: str | None) -> pydantic.BaseModel:
     fn = in_worker(fn)
     if progress is None:
         return await anyio.to_thread.run_sync(fn, app, abandon_on_cancel=True)
-    outcome: Any = None
+    outcome: pydantic.BaseModel | None = None
     error: BaseException | None = None
     async with anyio.create_task_group() as group:
         group.start_soon(_heartbeat, ctx, progress)
@@ -127,17 +160,19 @@ async def _run_with_progress(fn: Callable[[Any], Any], app: Any, ctx: Context, p
             error = exc
         finally:
             group.cancel_scope.cancel()
-    if error is not None:
-        raise error
+    if error is not None or outcome is None:
+        raise error or RuntimeError("the work returned nothing")
     return outcome
 
 
-async def call(ctx: Context, fn: Callable[[Any], pydantic.BaseModel], *, progress: str | None = None) -> CallToolResult:
-    """Run `fn(app)` in a worker thread and wrap its result or error.
+async def call(ctx: Context, fn: Work, *, progress: str | None = None) -> CallToolResult:
+    """Run `fn(app)` (one service call) in a worker thread and wrap its result or error: the one
+    way every tool runs.
 
     With `progress`, the client gets a progress notification every second until it finishes."""
     # The caller's view: a team server's principal gets an App confined to its namespaces.
-    app = ctx.request_context.lifespan_context.for_scope(current_scope())
+    server_app: Any = ctx.request_context.lifespan_context  # server/app.py's App
+    app: Services = server_app.for_scope(current_scope())
     upkeep = app.resources.upkeep
     upkeep.call_started()  # background bookkeeping waits for a pause between calls
     try:
@@ -146,9 +181,7 @@ async def call(ctx: Context, fn: Callable[[Any], pydantic.BaseModel], *, progres
         upkeep.call_finished()
 
 
-async def _call(
-    app: Any, ctx: Context, fn: Callable[[Any], pydantic.BaseModel], progress: str | None
-) -> CallToolResult:
+async def _call(app: Services, ctx: Context, fn: Work, progress: str | None) -> CallToolResult:
     with request_scope() as cancelled:
         try:
             # A cancelled request (or a client that closed the pipe) returns at once instead of
@@ -173,7 +206,8 @@ async def _call(
 
 
 def _bounded(out: CallToolResult, limit: int) -> CallToolResult:
-    size = len(out.content[0].text.encode("utf-8", "surrogatepass"))
+    text = out.content[0]
+    size = len(text.text.encode("utf-8", "surrogatepass")) if isinstance(text, TextContent) else 0
     if size <= limit:
         return out
     return failure(

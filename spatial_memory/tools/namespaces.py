@@ -1,49 +1,48 @@
 """Store statistics and namespaces."""
 
-# Signatures use the argument types built per server (arguments.py): no postponed annotations here.
+from __future__ import annotations
+
 from typing import Annotated
 
 from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 
 from ..services.results import DeleteNamespaceResult, NamespacesResult, RenameNamespaceResult, StatsResult
-from .arguments import Arguments
 from .calls import CHANGING, DESTRUCTIVE, READ_ONLY, call
-from .registry import ToolSet
+from .registry import tool
+from .types import Namespace, NamespaceFilter
 
 
-def register(tools: ToolSet, a: Arguments) -> None:
-    @tools.tool(READ_ONLY)
-    async def stats(
-        ctx: Context,
-        namespace: a.namespace_filter = None,
-        include_index_details: bool = True,
-    ) -> Annotated[CallToolResult, StatsResult]:
-        """Store statistics: counts per namespace, size on disk, indexes, fragments, date range."""
-        return await call(
-            ctx, lambda app: app.namespaces.stats(namespace=namespace, include_index_details=include_index_details)
-        )
+@tool(READ_ONLY)
+async def stats(
+    ctx: Context, namespace: NamespaceFilter = None, include_index_details: bool = True
+) -> Annotated[CallToolResult, StatsResult]:
+    """Store statistics: counts, size, indexes, dates."""
+    return await call(
+        ctx, lambda app: app.namespaces.stats(namespace=namespace, include_index_details=include_index_details)
+    )
 
-    @tools.tool(READ_ONLY)
-    async def namespaces(ctx: Context, include_stats: bool = True) -> Annotated[CallToolResult, NamespacesResult]:
-        """List namespaces with memory counts and date ranges."""
-        return await call(ctx, lambda app: app.namespaces.namespaces(include_stats=include_stats))
 
-    @tools.tool(DESTRUCTIVE)
-    async def delete_namespace(
-        namespace: a.namespace,
-        ctx: Context,
-        confirm: bool = False,
-        dry_run: bool = True,
-    ) -> Annotated[CallToolResult, DeleteNamespaceResult]:
-        """Delete every memory in a namespace. Preview with dry_run=true (the default); deleting needs confirm=true."""
-        return await call(ctx, lambda app: app.namespaces.delete_namespace(namespace, confirm=confirm, dry_run=dry_run))
+@tool(READ_ONLY)
+async def namespaces(ctx: Context, include_stats: bool = True) -> Annotated[CallToolResult, NamespacesResult]:
+    """Namespaces with memory counts."""
+    return await call(ctx, lambda app: app.namespaces.namespaces(include_stats=include_stats))
 
-    @tools.tool(CHANGING)
-    async def rename_namespace(
-        old_namespace: a.namespace,
-        new_namespace: a.namespace,
-        ctx: Context,
-    ) -> Annotated[CallToolResult, RenameNamespaceResult]:
-        """Move every memory of a namespace to a new namespace name, all at once."""
-        return await call(ctx, lambda app: app.namespaces.rename_namespace(old_namespace, new_namespace))
+
+@tool(DESTRUCTIVE)
+async def delete_namespace(
+    namespace: Namespace, ctx: Context, confirm: bool = False, dry_run: bool = True
+) -> Annotated[CallToolResult, DeleteNamespaceResult]:
+    """Delete a namespace's memories: needs dry_run=false and confirm=true."""
+    return await call(ctx, lambda app: app.namespaces.delete_namespace(namespace, confirm=confirm, dry_run=dry_run))
+
+
+@tool(CHANGING)
+async def rename_namespace(
+    old_namespace: Namespace, new_namespace: Namespace, ctx: Context
+) -> Annotated[CallToolResult, RenameNamespaceResult]:
+    """Move a namespace's memories to a new name."""
+    return await call(ctx, lambda app: app.namespaces.rename_namespace(old_namespace, new_namespace))
+
+
+TOOLS = (stats, namespaces, delete_namespace, rename_namespace)

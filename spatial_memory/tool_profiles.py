@@ -1,8 +1,9 @@
 """Tool profiles: which tools a server lists (SPATIAL_MEMORY_TOOLS).
 
 Every tool's description and schema is sent to the model in every conversation, so a server
-that lists fewer tools costs less context. Light on purpose (no SDK import): the settings
-check a selection against these names before the server starts.
+that lists fewer tools costs less context. Beside config.py rather than in tools/, and light on
+purpose (no SDK import): the settings check a selection against these names before the server
+starts, without importing the tools.
 """
 
 from __future__ import annotations
