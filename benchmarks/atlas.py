@@ -1,12 +1,14 @@
 """The atlas at a person's scale (issue 36): 10,000 memories, `spatial-memory ui` in headless Chromium.
 
-Per round, a fresh `spatial-memory ui` process on the same store:
-  first map      the page opened until the map is drawn (the layout computed: no cache survives a start),
+Per round, a fresh `spatial-memory ui` process on the same store, its saved layout removed:
+  first map      the page opened until the map is drawn (the first map ever: the layout computed),
   repeated map   the page reloaded (the layout cached for the data version),
   pan / zoom     frames per second while dragging (120 pointer moves) and wheeling (80 steps), and the
                  canvas drawing alone (one pan per animation frame) with its median draw time,
   after a write  one memory added by another process, then the map operation again: placed from its
-                 neighbours (no layout), every other point where it was.
+                 neighbours (no layout), every other point where it was;
+  after restart  the process stopped and started again, the page opened: the saved layout read and
+                 the memory written meanwhile placed.
 Baseline in the same run: the full layout of the same store in this process (what the map after a
 write would cost without placement). Medians (min-max) over the rounds.
 
@@ -54,47 +56,63 @@ def _add_one(store: Path, n: int) -> str:
         resources.close(10.0)
 
 
-def _round(store: Path, node, chromium: str, n: int) -> dict:
-    log = open(store.parent / "ui.log", "ab")  # noqa: SIM115 - closed below
-    process = subprocess.Popen(
-        [sys.executable, "-m", "spatial_memory", "ui", "--no-open", "--path", str(store)],
-        stdout=subprocess.PIPE,
-        stderr=log,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, "SPATIAL_MEMORY_LOG_LEVEL": "WARNING"},
-    )
-    try:
-        url = process.stdout.readline().decode().strip()
-        base, token = url.split("?token=")
-        done = subprocess.run(
-            [
-                node.node,
-                str(HERE / "atlas_browser.mjs"),
-                json.dumps({"url": url, "nodeModules": str(node.node_modules), "chromium": chromium}),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=900,
+class _Ui:
+    """`spatial-memory ui --no-open` on the store, for a with-block: (url, base, token)."""
+
+    def __init__(self, store: Path) -> None:
+        self.store = store
+
+    def __enter__(self) -> tuple[str, str, str]:
+        self.log = open(self.store.parent / "ui.log", "ab")  # noqa: SIM115 - closed in __exit__
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "spatial_memory", "ui", "--no-open", "--path", str(self.store)],
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, "SPATIAL_MEMORY_LOG_LEVEL": "WARNING"},
         )
-        page = json.loads(done.stdout.strip().splitlines()[-1])
-        if "failure" in page:
-            raise RuntimeError(page["failure"])
+        url = self.process.stdout.readline().decode().strip()
+        base, token = url.split("?token=")
+        return url, base, token
+
+    def __exit__(self, *exc: object) -> None:
+        self.process.terminate()
+        self.process.wait(60)
+        self.log.close()
+
+
+def _page(node, chromium: str, url: str, *, frames: bool) -> dict:
+    config = {"url": url, "nodeModules": str(node.node_modules), "chromium": chromium, "frames": frames}
+    done = subprocess.run(
+        [node.node, str(HERE / "atlas_browser.mjs"), json.dumps(config)], capture_output=True, text=True, timeout=900
+    )
+    page = json.loads(done.stdout.strip().splitlines()[-1])
+    if "failure" in page:
+        raise RuntimeError(page["failure"])
+    return page
+
+
+def _round(store: Path, node, chromium: str, n: int) -> dict:
+    (store / "atlas" / "layout.npz").unlink(missing_ok=True)  # the first map ever
+    with _Ui(store) as (url, base, token):
+        page = _page(node, chromium, url, frames=True)
         _, before = _post(base, token, "map")
         new_id = _add_one(store, n)
         placed_s, after = _post(base, token, "map")
-        old = dict(zip(before["ids"], zip(before["x"], before["y"])))
-        moved = sum(1 for i, x, y in zip(after["ids"], after["x"], after["y"]) if i in old and old[i] != (x, y))
-        return {
-            **page,
-            "after_write_s": placed_s,
-            "after_write_layout": after["layout"],
-            "after_write_moved": moved,
-            "after_write_added": new_id in after["ids"],
-        }
-    finally:
-        process.terminate()
-        process.wait(60)
-        log.close()
+    old = dict(zip(before["ids"], zip(before["x"], before["y"])))
+    moved = sum(1 for i, x, y in zip(after["ids"], after["x"], after["y"]) if i in old and old[i] != (x, y))
+    _add_one(store, n + 1000)  # written while no atlas runs: placed at the next start
+    with _Ui(store) as (url, _, _):
+        restarted = _page(node, chromium, url, frames=False)
+    return {
+        **page,
+        "after_write_s": placed_s,
+        "after_write_layout": after["layout"],
+        "after_write_moved": moved,
+        "after_write_added": new_id in after["ids"],
+        "after_restart_page_s": restarted["first_page_s"],
+        "after_restart_status": restarted["status"],
+    }
 
 
 def _full_layout_s(store: Path) -> float:
@@ -133,9 +151,21 @@ def main() -> None:
         started = time.perf_counter()
         seed(store, args.memories)
         seed_s = time.perf_counter() - started
-        rounds = [_round(store, node, chromium(), k) for k in range(args.rounds)]
+        rounds = []
+        for k in range(args.rounds):
+            rounds.append(_round(store, node, chromium(), k))
+            write_json("atlas", {"seed_s": seed_s, "rounds": rounds, "partial": True})
         baseline = [_full_layout_s(store) for _ in range(args.rounds)]
-    keys = ("first_page_s", "repeat_page_s", "pan_fps", "zoom_fps", "draw_fps", "draw_ms", "after_write_s")
+    keys = (
+        "first_page_s",
+        "repeat_page_s",
+        "after_restart_page_s",
+        "pan_fps",
+        "zoom_fps",
+        "draw_fps",
+        "draw_ms",
+        "after_write_s",
+    )
     row = {"memories": args.memories, "drawn": rounds[0]["drawn"], **{k: _median([r[k] for r in rounds]) for k in keys}}
     row["full_layout_s (baseline)"] = _median(baseline)
     row["after_write / full layout"] = (

@@ -18,6 +18,8 @@ try {
   await ready.waitFor({ timeout: 120000 });
   out.first_page_s = (Date.now() - started) / 1000;
   out.drawn = Number(await page.locator("#map").getAttribute("data-count"));
+  out.status = await page.locator("#status").textContent();
+  if (!cfg.frames) throw new Error("done");
   started = Date.now();
   await page.reload();
   await ready.waitFor({ timeout: 120000 });
@@ -72,7 +74,7 @@ try {
     return times[15];
   });
 } catch (error) {
-  out.failure = String(error && error.stack ? error.stack : error);
+  if (error.message !== "done") out.failure = String(error && error.stack ? error.stack : error);
 } finally {
   await browser.close();
 }

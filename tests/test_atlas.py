@@ -313,3 +313,34 @@ def test_the_ui_command_is_listed():
 
     args = build_parser().parse_args(["ui", "--no-open", "--port", "0", "--path", "/tmp/x"])
     assert args.no_open and args.port == 0 and args.path == "/tmp/x"
+
+
+def test_the_layout_survives_a_restart_and_a_principal_never_shares_it(tmp_path, fake_embedder):
+    from spatial_memory.auth.scope import NamespaceScope
+    from spatial_memory.storage.records import NewMemory
+
+    app = _app(tmp_path, fake_embedder)
+    try:
+        app.memory.remember_batch([NewMemory(content=f"memory number {i} about topic {i % 3}") for i in range(30)])
+        first = app.atlas.map()
+        scoped = app.for_scope(NamespaceScope.of("someone", ["elsewhere"]))
+        assert scoped.atlas.map().count == 0
+    finally:
+        app.resources.close(10.0)
+    saved = tmp_path / "store" / "atlas" / "layout.npz"
+    assert saved.is_file()
+    again = _app(tmp_path, fake_embedder)
+    try:
+        restarted = again.atlas.map()
+        assert restarted.layout == "kept" and restarted.ids == first.ids
+        assert restarted.x == first.x and restarted.y == first.y
+        again.memory.remember(NewMemory(content="memory number 99 about topic 1"))
+        assert again.atlas.map().layout == "placed"
+    finally:
+        again.resources.close(10.0)
+    saved.write_bytes(b"not a layout")
+    damaged = _app(tmp_path, fake_embedder)
+    try:
+        assert damaged.atlas.map().layout == "laid out"
+    finally:
+        damaged.resources.close(10.0)

@@ -129,14 +129,30 @@ def local_app(settings: Any, *, token: str, port: int, embedder: Any = None) -> 
     from ..runtime.resources import Resources
     from ..server.app import App
 
-    state: dict[str, Any] = {}
+    state: dict[str, Any] = {"mapped": threading.Event()}
+
+    def warm_up(resources: Any) -> None:
+        # The store and the map's code first; the model (only search needs it) once the first map
+        # is out, so the two do not share the CPU while a person waits for the map.
+        try:
+            resources.store()
+            import scipy.sparse.csgraph  # noqa: F401 - the regions' clustering needs it past 500 memories
+
+            from .. import algorithms  # noqa: F401 - the layout's code
+        except Exception as exc:  # noqa: BLE001 - surfaced again, typed, on first use
+            log.warning("background warm-up: %s", exc)
+        state["mapped"].wait(30)
+        try:
+            resources.embedder.load()
+        except Exception as exc:  # noqa: BLE001
+            log.warning("background warm-up: %s", exc)
 
     @asynccontextmanager
     async def lifespan(_: Any):
         resources = Resources(settings, embedder, None)
         state["app"] = App(resources)
         resources.upkeep.start()
-        threading.Thread(target=resources.warm_up, name="atlas-warm-up", daemon=True).start()
+        threading.Thread(target=warm_up, args=(resources,), name="atlas-warm-up", daemon=True).start()
         try:
             yield
         finally:
@@ -147,7 +163,12 @@ def local_app(settings: Any, *, token: str, port: int, embedder: Any = None) -> 
         return HTMLResponse(document("local"), headers=_PAGE_HEADERS)
 
     async def operation(request):
-        return await answer(state["app"], request.path_params["name"], request)
+        name = request.path_params["name"]
+        try:
+            return await answer(state["app"], name, request)
+        finally:
+            if name == "map":
+                state["mapped"].set()
 
     routes = [Route("/", page, methods=["GET"]), Route("/api/{name}", operation, methods=["POST"])]
     return LoopbackGuard(Starlette(routes=routes, lifespan=lifespan), token=token, port=port)

@@ -6,12 +6,20 @@ its nearest landmark's region. After a write, memories already on the map keep t
 the new or re-embedded ones are placed from their neighbours on it, so the map does not move;
 the layout is redone when placed points outnumber REPLACED_SHARE of the map. Closed (superseded)
 memories are drawn beside their successor.
+
+The layout of the whole store (not a team principal's part of it) is also kept on disk beside a
+local store (`<path>/atlas/layout.npz`), so the first map after a restart places what changed
+since instead of laying everything out again.
 """
 
 from __future__ import annotations
 
+import json
+import logging
+import os
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -23,7 +31,9 @@ from ..storage.records import MemoryRecord
 from ..text import render
 from .base import Service
 
-LANDMARKS = 2_000
+log = logging.getLogger(__name__)
+
+LANDMARKS = 1_500
 # Wider than visualize's 0.1: a person reads the map, and tight clumps hide their points.
 MIN_DIST = 0.5
 REPLACED_SHARE = 0.25
@@ -82,7 +92,6 @@ class _Layout:
     version: int
     ids: list[str]
     versions: list[int]
-    unit: np.ndarray  # (n, dim) float32, for placing later memories
     coords: np.ndarray  # (n, 2) in [-1, 1]
     regions: np.ndarray  # (n,) region id, -1 for none
     region_labels: dict[int, str]
@@ -91,6 +100,46 @@ class _Layout:
 
     def __post_init__(self) -> None:
         self.index = {memory_id: i for i, memory_id in enumerate(self.ids)}
+
+
+def _save(path: Path | None, layout: _Layout) -> None:
+    """The layout to disk (written aside, then renamed in: a crash leaves the old file or none)."""
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f"layout-{os.getpid()}-{threading.get_ident()}.tmp.npz")
+        np.savez(
+            temporary,
+            ids=np.array(layout.ids, dtype=np.str_),
+            versions=np.array(layout.versions, dtype=np.int64),
+            coords=layout.coords,
+            regions=layout.regions,
+            labels=np.array(json.dumps({str(k): v for k, v in layout.region_labels.items()})),
+            meta=np.array([layout.version, layout.placed], dtype=np.int64),
+        )
+        os.replace(temporary, path)
+    except OSError as exc:  # a map that is not kept on disk is still a map
+        log.warning("could not keep the atlas layout in %s: %s", path, exc)
+
+
+def _load(path: Path | None) -> _Layout | None:
+    if path is None or not path.is_file():
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as saved:
+            ids = saved["ids"].tolist()
+            coords = saved["coords"].astype(np.float64)
+            regions = saved["regions"].astype(np.int64)
+            versions = saved["versions"].tolist()
+            labels = {int(k): str(v) for k, v in json.loads(str(saved["labels"])).items()}
+            version, placed = (int(v) for v in saved["meta"])
+    except (OSError, ValueError, KeyError) as exc:
+        log.warning("ignoring the atlas layout in %s: %s", path, exc)
+        return None
+    if not (len(ids) == len(versions) == len(coords) == len(regions)) or coords.shape[1:] != (2,):
+        return None
+    return _Layout(version, ids, versions, coords, regions, labels, placed=placed)
 
 
 def _captured(record: MemoryRecord) -> bool:
@@ -105,14 +154,26 @@ class AtlasService(Service):
         self._maps: tuple[int, AtlasMap] | None = None
         self._lock = threading.Lock()  # one layout at a time; a second caller waits and reuses it
 
+    @property
+    def _saved(self) -> Path | None:
+        """Where the whole store's layout is kept: beside a local store, never for a principal."""
+        path = self._settings.path
+        if getattr(self._r, "scope", None) is not None or not isinstance(path, Path):
+            return None
+        return path / "atlas" / "layout.npz"
+
     def map(self) -> AtlasMap:
         store = self._r.store()
         version = store.data_version
         with self._lock:
             if self._maps is not None and self._maps[0] == version:
                 return self._maps[1].model_copy(update={"cached": True})
+            if self._layout is None:
+                self._layout = _load(self._saved)
             records = store.scan(with_vectors=True)
             layout, how = self._follow(records, version)
+            if layout is not self._layout:
+                _save(self._saved, layout)
             self._layout = layout
             result = self._result(records, layout, self._superseded(store, layout), how)
             self._maps = (version, result)
@@ -130,9 +191,9 @@ class AtlasService(Service):
 
     def _lay_out(self, records: list[MemoryRecord], version: int) -> _Layout:
         n = len(records)
-        unit = np.stack([r.vector for r in records]).astype(np.float32) if n else np.zeros((0, 1))
         if n == 0:
-            return _Layout(version, [], [], unit, np.zeros((0, 2)), np.zeros(0, dtype=np.int64), {})
+            return _Layout(version, [], [], np.zeros((0, 2)), np.zeros(0, dtype=np.int64), {})
+        unit = np.stack([r.vector for r in records]).astype(np.float32)
         sample = np.sort(np.random.default_rng(0).permutation(n)[:LANDMARKS]) if n > LANDMARKS else np.arange(n)
         coords = np.zeros((n, 2))
         regions = np.full(n, -1, dtype=np.int64)
@@ -143,24 +204,24 @@ class AtlasService(Service):
         if len(rest):
             coords[rest], nearest = place(unit[rest], unit[sample], coords[sample])
             regions[rest] = regions[sample][nearest]
-        labels = self._region_labels(records, regions)
-        return _Layout(version, [r.id for r in records], [r.version for r in records], unit, coords, regions, labels)
+        # Keywords from the laid-out sample: the regions' words, at a fraction of the text to read.
+        labels = self._region_labels([records[i] for i in sample], regions[sample])
+        return _Layout(version, [r.id for r in records], [r.version for r in records], coords, regions, labels)
 
     def _extend(self, old: _Layout, kept: list[MemoryRecord], fresh: list[MemoryRecord], version: int) -> _Layout:
         at = np.array([old.index[r.id] for r in kept], dtype=np.int64)
-        coords, regions, unit = old.coords[at], old.regions[at], old.unit[at]
+        coords, regions = old.coords[at], old.regions[at]
         if fresh:
+            anchors = np.stack([r.vector for r in kept]).astype(np.float32)
             new_unit = np.stack([r.vector for r in fresh]).astype(np.float32)
-            new_coords, nearest = place(new_unit, unit, coords, seed=version)
+            new_coords, nearest = place(new_unit, anchors, coords, seed=version)
             coords = np.vstack([coords, new_coords])
             regions = np.concatenate([regions, regions[nearest]])
-            unit = np.vstack([unit, new_unit])
         records = [*kept, *fresh]
         return _Layout(
             version,
             [r.id for r in records],
             [r.version for r in records],
-            unit,
             coords,
             regions,
             old.region_labels,
