@@ -9,7 +9,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .common import call, listing_size, percentiles, print_table, server, short_texts
+from spatial_memory.evaluation.soak import short_texts
+
+from .common import call, listing_size, percentiles, print_table, server
 
 
 async def changes(root: Path, n: int, build_store, fresh_store, queries: int = 100) -> dict[str, Any]:

@@ -41,26 +41,6 @@ def child_pids() -> list[int]:
     return pids
 
 
-def rss_mb(pid: int) -> dict[str, float]:
-    """Current and peak resident memory of a process (Linux /proc)."""
-    values = {}
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(("VmRSS:", "VmHWM:")):
-                key, value = line.split(":")
-                values["rss_mb" if key == "VmRSS" else "peak_rss_mb"] = round(int(value.split()[0]) / 1024, 1)
-    except OSError:
-        pass
-    return values
-
-
-def open_fds(pid: int) -> int:
-    try:
-        return len(os.listdir(f"/proc/{pid}/fd"))
-    except OSError:
-        return -1
-
-
 @asynccontextmanager
 async def server(store: Path, **env: str) -> AsyncIterator[tuple[Any, int | None]]:
     """An initialized client session to a freshly spawned server, and the server's pid."""
@@ -151,67 +131,3 @@ def machine() -> dict[str, Any]:
         "platform": platform.platform(),
         "processor": platform.processor() or platform.machine(),
     }
-
-
-def short_texts(n: int, seed: int = 0) -> list[str]:
-    """Varied short memory-like sentences (deterministic; no external data)."""
-    import random
-
-    rng = random.Random(seed)
-    subjects = [
-        "The deploy script",
-        "Our API",
-        "The billing service",
-        "Alice",
-        "The nightly job",
-        "The cache layer",
-        "The mobile app",
-        "Bob",
-        "The search index",
-        "The staging cluster",
-        "The design doc",
-        "Carol",
-    ]
-    verbs = [
-        "now uses",
-        "depends on",
-        "was migrated to",
-        "should avoid",
-        "times out with",
-        "is documented in",
-        "was rewritten for",
-        "prefers",
-        "logs errors to",
-        "is blocked by",
-    ]
-    objects = [
-        "PostgreSQL 16",
-        "a Redis cluster",
-        "the new auth flow",
-        "gRPC streaming",
-        "S3 lifecycle rules",
-        "feature flags",
-        "the on-call rotation",
-        "Kubernetes 1.31",
-        "a retry budget",
-        "structured logging",
-        "the quarterly roadmap",
-        "vector search",
-        "TypeScript strict mode",
-        "the EU data residency rule",
-    ]
-    tails = [
-        "since Monday.",
-        "per the last review.",
-        "until further notice.",
-        "after the incident.",
-        "in prod.",
-        "for the beta.",
-        "as agreed with the team.",
-        "to cut latency.",
-        "",
-    ]
-    return [
-        f"{rng.choice(subjects)} {rng.choice(verbs)} {rng.choice(objects)} {rng.choice(tails)} (note {i})".strip()
-        for i in range(n)
-    ]

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from . import locomo
-from .hybrid_locomo import CachedEmbedder
+from spatial_memory.evaluation import locomo
+from spatial_memory.evaluation.embedding_cache import CachedEmbedder
 
 TUNE = ("conv-26", "conv-30", "conv-41")
 SCORE = ("conv-42", "conv-43")
@@ -41,11 +41,11 @@ def main() -> None:
     )
     args = parser.parse_args()
 
+    from spatial_memory.app import App
     from spatial_memory.config import Settings
     from spatial_memory.embeddings import EmbeddingRouter
     from spatial_memory.runtime.resources import Resources
-    from spatial_memory.server.app import App
-    from spatial_memory.services.search import EXPANSION
+    from spatial_memory.services.expansion import EXPANSION, expand
     from spatial_memory.storage.filters import build_filter
     from spatial_memory.storage.records import Conversation, NewMemory
 
@@ -90,7 +90,7 @@ def main() -> None:
 
     def run(convs, params, e: int) -> dict[int, list[tuple[float, float, float, float]]]:
         """Per category: (plain R@10, within-10 R@10, plain R@(10+e), added R@(10+e)). The expansion
-        is recall's own (SearchService._expand) from the same top 10 recall returns."""
+        is recall's own (services/expansion.py::expand) from the same top 10 recall returns."""
         out: dict[int, list[tuple[float, float, float, float]]] = {}
         for conv in convs:
             flt = build_filter(namespace=conv.sample_id)
@@ -98,7 +98,7 @@ def main() -> None:
                 vector, hits = hits_of(conv, q.question)
                 top = hits[:10]
                 seeds = top[: params.seeds]
-                grown = app.search._expand(vector, seeds, {h.record.id for h in top}, flt, e, params)
+                grown = expand(app.resources.store(), vector, seeds, {h.record.id for h in top}, flt, e, params)
                 p = [dia_of[h.record.id] for h in hits]
                 shown = [dia_of[h.record.id] for h in top]
                 extra = [dia_of[m.id] for m in grown]

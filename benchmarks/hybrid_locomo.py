@@ -16,61 +16,10 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
-import numpy as np
-
-from . import locomo
-
-KEYS = ("recall@10", "ndcg@10")
-MAIN_CATEGORIES = (1, 2, 3, 4)
-
-
-class CachedEmbedder:
-    """Wraps an embedder so a text is embedded once: repeated queries (one per alpha) and
-    documents stored again (the same turns in another store or namespace). The model is
-    deterministic, so a cached vector is the one the model would give."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-        self.model_id = inner.model_id
-        self._queries: dict[str, np.ndarray] = {}
-        self._documents: dict[str, np.ndarray] = {}
-
-    @property
-    def dimension(self) -> int:
-        return self._inner.dimension
-
-    @property
-    def loaded(self) -> bool:
-        return self._inner.loaded
-
-    def load(self) -> None:
-        self._inner.load()
-
-    def embed_documents(self, texts: list[str]) -> np.ndarray:
-        missing = list(dict.fromkeys(text for text in texts if text not in self._documents))
-        if missing:
-            self._documents.update(zip(missing, self._inner.embed_documents(missing), strict=True))
-        if not texts:
-            return self._inner.embed_documents(texts)
-        return np.stack([self._documents[text] for text in texts])
-
-    def embed_query(self, text: str) -> np.ndarray:
-        if text not in self._queries:
-            self._queries[text] = self._inner.embed_query(text)
-        return self._queries[text]
-
-
-def summarize(scores: dict[int, list[dict[str, float]]]) -> dict[str, dict[str, float]]:
-    """Mean metrics per category name, plus 'categories 1-4' over the main categories."""
-    out: dict[str, dict[str, float]] = {}
-    main = [s for cat in MAIN_CATEGORIES for s in scores.get(cat, [])]
-    groups = {"categories 1-4": main, **{locomo.CATEGORIES[c]: scores[c] for c in sorted(scores)}}
-    for name, group in groups.items():
-        if group:
-            out[name] = {k: float(np.mean([s[k] for s in group])) for k in KEYS} | {"queries": len(group)}
-    return out
+from spatial_memory.evaluation import locomo
+from spatial_memory.evaluation.embedding_cache import CachedEmbedder
+from spatial_memory.evaluation.locomo import MAIN_CATEGORIES, summarize
 
 
 def evaluate(

@@ -17,7 +17,9 @@ import time
 from contextlib import AsyncExitStack
 from pathlib import Path
 
-from .common import call, call_result, percentiles, print_table, server, short_texts
+from spatial_memory.evaluation.soak import short_texts
+
+from .common import call, call_result, percentiles, print_table, server
 from .run import latency_store
 
 

@@ -44,12 +44,13 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import math
 import platform
 import re
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -58,8 +59,7 @@ from typing import Any
 import numpy as np
 
 from spatial_memory.algorithms import ranking
-
-from . import locomo
+from spatial_memory.evaluation import locomo
 
 MAIN = (1, 2, 3, 4)
 METRICS = ("recall@5", "recall@10", "ndcg@10", "mrr@10")
@@ -298,10 +298,57 @@ def run_vector(convs: list[Conv], queries: list[Query]) -> np.ndarray:
     return np.array([score_rows(convs[q.conv], q, np.argsort(-q.cos, kind="stable")[:10]) for q in queries])
 
 
-def run_rrf(convs: list[Conv], queries: list[Query], alpha: float = 0.5) -> np.ndarray:
-    """hybrid_recall today: weighted RRF (k = 1) of the top-50 vector and top-50 keyword lists."""
-    from spatial_memory.algorithms.fusion import reciprocal_rank_fusion
+# The baseline the ranking was measured against (hybrid_recall before issue 16); the server does not use it.
+def reciprocal_rank_fusion(
+    rankings: Sequence[Sequence[str]],
+    weights: Sequence[float],
+    k: int = 60,
+) -> list[tuple[str, float]]:
+    """Weighted RRF: score(id) = sum_i w_i / (k + rank_i), rank from 1.
 
+    Sorted by score desc; ties by rank in the first ranking, then best rank in
+    any ranking, then id. Zero-weight rankings contribute nothing, and ids that
+    appear only in them are dropped. Repeated ids keep their first rank.
+    """
+    if len(rankings) != len(weights):
+        raise ValueError("rankings and weights must have the same length")
+    if k < 0:
+        raise ValueError("k must be >= 0")
+    if any(not math.isfinite(w) or w < 0 for w in weights):
+        raise ValueError("weights must be finite and >= 0")
+
+    scores: dict[str, float] = {}
+    best_rank: dict[str, int] = {}
+    for one, weight in zip(rankings, weights, strict=True):
+        if weight == 0:
+            continue
+        seen: set[str] = set()
+        for rank, item in enumerate(one, start=1):
+            if item in seen:
+                continue
+            seen.add(item)
+            scores[item] = scores.get(item, 0.0) + weight / (k + rank)
+            best_rank[item] = min(best_rank.get(item, rank), rank)
+
+    first_rank: dict[str, int] = {}
+    if rankings:
+        for rank, item in enumerate(rankings[0], start=1):
+            first_rank.setdefault(item, rank)
+
+    def key(item: str) -> tuple[float, float, int, str]:
+        # Rounding makes sums of the same terms in a different order tie exactly.
+        return (
+            -round(scores[item], 12),
+            first_rank.get(item, math.inf),
+            best_rank[item],
+            item,
+        )
+
+    return [(item, scores[item]) for item in sorted(scores, key=key)]
+
+
+def run_rrf(convs: list[Conv], queries: list[Query], alpha: float = 0.5) -> np.ndarray:
+    """hybrid_recall before issue 16: weighted RRF (k = 1) of the top-50 vector and top-50 keyword lists."""
     out = []
     for q in queries:
         by_vector = np.argsort(-q.cos, kind="stable")[:HYBRID_DEPTH]

@@ -30,7 +30,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from .common import child_pids, print_table, rss_mb, short_texts, write_json
+from spatial_memory.evaluation.soak import rss_mb, short_texts
+
+from .common import child_pids, print_table, write_json
 
 REFERENCE_VERSION = "1.11.4"
 # The reference imports torch through sentence-transformers; pip would otherwise pick a CUDA build.

@@ -17,8 +17,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import locomo, reference
-from .common import call, call_result, open_fds, percentiles, print_table, rss_mb, server, short_texts, write_json
+from spatial_memory.evaluation import locomo
+from spatial_memory.evaluation.soak import open_fds, rss_mb, short_texts
+
+from . import reference
+from .common import call, call_result, percentiles, print_table, server, write_json
 
 if TYPE_CHECKING:
     import numpy as np

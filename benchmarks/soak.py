@@ -11,93 +11,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import random
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from .common import open_fds, print_table, rss_mb, short_texts, write_json
+from spatial_memory.evaluation.soak import MixedWorkload, open_fds, rss_mb, summarize
 
-
-class MixedWorkload:
-    """The next tool call of a realistic mix (writes, reads, searches, spatial tools, deletes),
-    keeping the store at a steady size so growth can only come from the server itself."""
-
-    def __init__(self, seed: int = 0, tools: set[str] | None = None, target_size: int = 400) -> None:
-        self.rng = random.Random(seed)
-        self.tools = tools or set()
-        self.target = target_size
-        self.ids: list[str] = []
-        self.texts = short_texts(5000, seed)
-        self.n = 0
-
-    def _text(self) -> str:
-        self.n += 1
-        return f"{self.rng.choice(self.texts)} #{self.n}"
-
-    def next_call(self) -> tuple[str, dict[str, Any]]:
-        rng, have = self.rng, len(self.ids)
-        grow = have < self.target
-        choices: list[tuple[str, float]] = [
-            ("remember", 20 if grow else 8),
-            ("remember_batch", 4 if grow else 1),
-            ("forget", 2 if grow else 10),
-            ("recall", 22),
-            ("hybrid_recall", 8),
-            ("nearby", 8),
-            ("stats", 4),
-            ("namespaces", 4),
-            ("wander", 3),
-            ("journey", 2),
-            ("forget_batch", 0 if grow else 2),
-            ("reinforce", 2),
-            ("bad_input", 3),
-        ]
-        names, weights = zip(*[(n, w) for n, w in choices if n in self.tools or n == "bad_input" or not self.tools])
-        name = rng.choices(names, weights)[0]
-        if name in ("nearby", "forget", "journey", "wander", "forget_batch", "reinforce") and have < 3:
-            name = "remember"
-        namespace = rng.choice(["work", "home", "ideas"])
-        if name == "remember":
-            return name, {"content": self._text(), "namespace": namespace, "tags": [namespace]}
-        if name == "remember_batch":
-            return name, {"memories": [{"content": self._text(), "namespace": namespace} for _ in range(10)]}
-        if name in ("recall", "hybrid_recall"):
-            limit, where = rng.choice([1, 5, 10]), rng.choice([None, namespace])
-            return name, {"query": self._text(), "limit": limit, "namespace": where}
-        if name == "nearby":
-            return name, {"memory_id": rng.choice(self.ids), "limit": 5}
-        if name == "forget":
-            return name, {"memory_id": self.ids.pop(rng.randrange(have))}
-        if name == "forget_batch":
-            return name, {"memory_ids": [self.ids.pop(rng.randrange(len(self.ids))) for _ in range(3)]}
-        if name == "wander":
-            return name, {"start_id": rng.choice(self.ids), "steps": 3, "random_seed": rng.randrange(1000)}
-        if name == "journey":
-            a, b = rng.sample(self.ids, 2)
-            return name, {"start_id": a, "end_id": b, "steps": 4}
-        if name == "reinforce":
-            return name, {"memory_ids": rng.sample(self.ids, 2)}
-        if name == "bad_input":  # errors must not leak either
-            return rng.choice(
-                [
-                    ("remember", {"content": ""}),
-                    ("recall", {"query": "x", "limit": 0}),
-                    ("nearby", {"memory_id": "not-a-uuid"}),
-                    ("recall", {"query": "x", "filters": {"nope": 1}}),
-                ]
-            )
-        return name, {}
-
-    def observe(self, name: str, data: dict[str, Any]) -> None:
-        if data.get("isError"):
-            return
-        if name == "remember" and "id" in data:
-            self.ids.append(data["id"])
-        elif name == "remember_batch":
-            self.ids.extend(data.get("ids", []))
+from .common import print_table, write_json
 
 
 def _sample(pid: int, calls: int, started: float, memories: int) -> dict[str, Any]:
@@ -109,21 +31,6 @@ def _sample(pid: int, calls: int, started: float, memories: int) -> dict[str, An
         "open_fds": open_fds(pid),
         "memories": memories,
         "elapsed_s": round(time.perf_counter() - started, 1),
-    }
-
-
-def summarize(samples: list[dict[str, Any]], warm_up_calls: int) -> dict[str, Any]:
-    after = [s for s in samples if s["calls"] >= warm_up_calls] or samples
-    first, last = after[0], samples[-1]
-    return {
-        "warm_up_calls": warm_up_calls,
-        "rss_after_warm_up_mb": first["rss_mb"],
-        "rss_end_mb": last["rss_mb"],
-        "rss_growth_after_warm_up_mb": round(last["rss_mb"] - first["rss_mb"], 1),
-        "rss_max_after_warm_up_mb": max(s["rss_mb"] for s in after),
-        "fds_after_warm_up": first["open_fds"],
-        "fds_end": last["open_fds"],
-        "fds_max_after_warm_up": max(s["open_fds"] for s in after),
     }
 
 

@@ -32,7 +32,9 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from .common import percentiles, print_table, rss_mb, short_texts, write_json
+from spatial_memory.evaluation.soak import rss_mb, short_texts
+
+from .common import percentiles, print_table, write_json
 
 BUCKET = "team-memory"
 STORE = f"s3://{BUCKET}/memories"

@@ -2,9 +2,12 @@
 
 With no command the server speaks MCP on stdio, which is how MCP clients start it. Each
 command is a subparser of `build_parser()` that sets `handler`; `main()` parses and runs it.
-Nothing heavy is imported before serving (argparse is imported by pydantic-settings anyway),
-and nothing but --help/--version output ever goes to stdout when serving: stdout carries the
-protocol. `doctor` is not a server: its report goes to stdout.
+Each command imports what it needs inside its handler, when it runs: `spatial-memory hook` (run at
+every client event) must not pay for argparse, the settings or the server, and the server must
+answer its opening requests before numpy, LanceDB or the model load. Nothing heavy is imported
+before serving (argparse is imported by pydantic-settings anyway), and nothing but
+--help/--version output ever goes to stdout when serving: stdout carries the protocol. `doctor`
+is not a server: its report goes to stdout.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # Imported when this command runs: each command loads only what it needs (module docstring).
     import argparse
 
     from . import __version__
@@ -138,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _settings_help() -> str:
     try:
+        # Imported when this command runs: each command loads only what it needs (module docstring).
         import platformdirs
 
         store = str(platformdirs.user_data_path(PROG, appauthor=False))
@@ -152,7 +157,7 @@ def _settings_help() -> str:
         "  SPATIAL_MEMORY_EXPORT_DIRS      directories export_memories may write to, and\n"
         "  SPATIAL_MEMORY_IMPORT_DIRS      import_memories may read from (JSON lists;\n"
         "                                  default: <store>/exports)\n"
-        'every setting: the "Settings" section of the README'
+        "every setting: docs/SETTINGS.md"
     )
 
 
@@ -163,6 +168,7 @@ def _prog() -> str:
 
 
 def _settings_or_exit(**overrides):
+    # Imported when this command runs: each command loads only what it needs (module docstring).
     from .config import Settings, describe_settings_error
 
     try:
@@ -173,8 +179,7 @@ def _settings_or_exit(**overrides):
 
 
 def _setup_hooks_command(args: argparse.Namespace) -> None:
-    from pathlib import Path
-
+    # Imported when this command runs: each command loads only what it needs (module docstring).
     from .capture.namespace import project_root
     from .capture.setup import plan, write
     from .errors import SpatialMemoryError
@@ -202,16 +207,19 @@ def _setup_hooks_command(args: argparse.Namespace) -> None:
 
 def _custom_store(settings):
     """The store path when it is not the default one (then hooks and server must be told)."""
+    # Imported when this command runs: each command loads only what it needs (module docstring).
     from .config import default_data_dir
 
     return None if settings.path == default_data_dir().expanduser().resolve() else settings.path
 
 
 def _ingest_command(args: argparse.Namespace) -> None:
+    # Imported when this command runs: each command loads only what it needs (module docstring).
     from .capture.ingest import run_ingester
 
     overrides = {"path": args.store} if args.store else {}
     settings = _settings_or_exit(preload=False, **overrides)
+    # Imported when this command runs: each command loads only what it needs (module docstring).
     import logging
 
     logging.basicConfig(
@@ -222,6 +230,7 @@ def _ingest_command(args: argparse.Namespace) -> None:
 
 
 def _add_transport_options(parser: argparse.ArgumentParser) -> None:
+    # Imported when this command runs: each command loads only what it needs (module docstring).
     import argparse
 
     # SUPPRESS: an option left out sets nothing, so `--port 1 serve` keeps the port given before `serve`.
@@ -234,6 +243,7 @@ def _add_transport_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _serve_command(args: argparse.Namespace) -> None:
+    # Imported when this command runs: each command loads only what it needs (module docstring).
     from .runtime.shutdown import serve_then_exit
 
     overrides = {k: getattr(args, k, None) for k in ("transport", "host", "port")}
@@ -241,6 +251,7 @@ def _serve_command(args: argparse.Namespace) -> None:
 
 
 def _tokens_command(args: argparse.Namespace) -> None:
+    # Imported when this command runs: each command loads only what it needs (module docstring).
     from .auth import tokens
     from .errors import SpatialMemoryError
 
@@ -271,6 +282,7 @@ def _tokens_command(args: argparse.Namespace) -> None:
 
 
 def _doctor_command(args: argparse.Namespace) -> None:
+    # Imported when this command runs: each command loads only what it needs (module docstring).
     import json
     import logging
 
@@ -278,6 +290,7 @@ def _doctor_command(args: argparse.Namespace) -> None:
 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if args.path is None:
+        # Imported when this command runs: each command loads only what it needs (module docstring).
         from .config import Settings, describe_settings_error
 
         try:
@@ -293,6 +306,7 @@ def _doctor_command(args: argparse.Namespace) -> None:
             "provider keeps its durability (its versions are Lance's own: a failed commit never becomes one)\n"
         )
         raise SystemExit(2)
+    # Imported when this command runs: each command loads only what it needs (module docstring).
     from .runtime.imports import import_heavy_modules
     from .storage import doctor
 
@@ -320,6 +334,7 @@ def _ui_command(args: argparse.Namespace) -> None:
 
 def serve(**overrides) -> None:
     """Serve MCP on stdio until the client goes away (over HTTP until a signal, with transport=http)."""
+    # Imported when this command runs: each command loads only what it needs (module docstring).
     from .config import Settings, describe_settings_error
 
     try:
@@ -336,18 +351,22 @@ def serve(**overrides) -> None:
         level=settings.log_level,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    # Imported when this command runs: each command loads only what it needs (module docstring).
     from .runtime.heap import limit_arenas
 
     limit_arenas()  # before any thread starts
     if settings.transport == "http":
-        from .transport.http import serve_http
+        # Imported when this command runs: each command loads only what it needs (module docstring).
+        from .server.http import serve_http
 
         return serve_http(settings)
+    # Imported when this command runs: each command loads only what it needs (module docstring).
     from .transport import stdio_pipes
 
     if settings.fast_handshake and stdio_pipes.pipes_on_stdio():
         _serve_with_fast_handshake(settings)
     else:
+        # Imported when this command runs: each command loads only what it needs (module docstring).
         from .server.app import create_server
 
         create_server(settings).run("stdio")
@@ -356,6 +375,7 @@ def serve(**overrides) -> None:
 def _serve_with_fast_handshake(settings) -> None:
     """Import the SDK in a background thread while cached answers to the client's opening
     requests go out (handshake.py); then hand the wire to the SDK."""
+    # Imported when this command runs: each command loads only what it needs (module docstring).
     import threading
 
     from .transport.handshake import HandshakeCache, fingerprint, serve_until_ready
@@ -368,6 +388,7 @@ def _serve_with_fast_handshake(settings) -> None:
 
     def load() -> None:
         try:
+            # Imported when this command runs: each command loads only what it needs (module docstring).
             from .server.app import create_server
 
             loaded["server"] = create_server(settings)
@@ -380,6 +401,7 @@ def _serve_with_fast_handshake(settings) -> None:
     try:
         handover = serve_until_ready(wire_in, wire_out, cache, ready)
     except OSError as exc:  # the client went away mid-handshake
+        # Imported when this command runs: each command loads only what it needs (module docstring).
         import logging
 
         logging.getLogger(__name__).info("client closed the connection: %s", exc)

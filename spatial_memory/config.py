@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .limits import MAX_BATCH, MAX_CONTENT, MAX_NAMESPACE_CHARS, MAX_TAG_CHARS, MAX_TAGS
@@ -60,7 +60,7 @@ class Settings(BaseSettings):
     )
     embedding_threads: int = Field(0, ge=0, le=64, description="Threads for onnxruntime (0 = one per physical core).")
     openai_api_key: SecretStr | None = Field(None, description="Key for openai:<model> embeddings.")
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="Logs go to stderr only.")
     preload: bool = Field(True, description="Load the store and model in the background right after start-up.")
     fast_handshake: bool = Field(
         True,
@@ -83,12 +83,19 @@ class Settings(BaseSettings):
         "comma-separated. Fewer tools, less context in every conversation.",
     )
 
-    max_content_length: int = Field(MAX_CONTENT.default, ge=1)
-    max_batch_size: int = Field(MAX_BATCH.default, ge=1)
-    max_tags: int = Field(MAX_TAGS.default, ge=0)
-    max_tag_length: int = Field(MAX_TAG_CHARS.default, ge=1)
-    max_metadata_bytes: int = Field(65_536, ge=2)
-    max_namespace_length: int = Field(MAX_NAMESPACE_CHARS.default, ge=1)
+    max_content_length: int = Field(
+        MAX_CONTENT.default,
+        ge=1,
+        description="Characters per memory (and per extract text). The tool schemas state this and the other "
+        "limits, so a client reads the limit it meets.",
+    )
+    max_batch_size: int = Field(
+        MAX_BATCH.default, ge=1, description="Memories per remember_batch, ids per forget_batch."
+    )
+    max_tags: int = Field(MAX_TAGS.default, ge=0, description="Tags per memory.")
+    max_tag_length: int = Field(MAX_TAG_CHARS.default, ge=1, description="Characters per tag.")
+    max_metadata_bytes: int = Field(65_536, ge=2, description="A memory's metadata, as JSON bytes.")
+    max_namespace_length: int = Field(MAX_NAMESPACE_CHARS.default, ge=1, description="Characters per namespace name.")
     max_result_bytes: int = Field(
         16_777_216, ge=1024, description="Largest tool result (JSON bytes); a bigger one is a ResultTooLargeError."
     )
@@ -178,10 +185,10 @@ class Settings(BaseSettings):
     import_dirs: list[Path] = Field(
         default_factory=list, description="Directories import_memories may read from (default: <path>/exports)."
     )
-    max_import_file_mb: float = Field(100.0, gt=0)
-    max_import_records: int = Field(100_000, ge=1)
+    max_import_file_mb: float = Field(100.0, gt=0, description="The largest file import_memories reads (MB).")
+    max_import_records: int = Field(100_000, ge=1, description="The most records one import reads.")
 
-    # Serving over HTTP (a team server): see the README's "Team server".
+    # Serving over HTTP (a team server): see docs/TEAM.md.
     transport: Literal["stdio", "http"] = Field(
         "stdio", description="stdio (what MCP clients start) or http (MCP's streamable HTTP at /mcp)."
     )
@@ -265,7 +272,7 @@ class Settings(BaseSettings):
 
     @property
     def handshake_cache_dir(self) -> Path:
-        import platformdirs
+        import platformdirs  # as in default_data_dir: only when asked
 
         return platformdirs.user_cache_path("spatial-memory-mcp", appauthor=False)
 
@@ -318,8 +325,6 @@ def _directory(path: Path) -> Path:
 
 def describe_settings_error(exc: Exception) -> str:
     """One line naming the bad setting(s), for stderr at start-up."""
-    from pydantic import ValidationError
-
     if isinstance(exc, ValidationError):
         parts = []
         for err in exc.errors():

@@ -45,7 +45,7 @@ TOOL_NAMES = (
     "setup_hooks",
 )
 # Everyday memory: store (one fact, or a session's worth in one all-or-nothing call), find,
-# correct, delete, and see which namespaces exist. README "Tool profiles" says why these.
+# correct, delete, and see which namespaces exist. docs/TOOLS.md, "Tool profiles", says why these.
 # In catalogue order, the order clients list them.
 CORE = ("remember", "remember_batch", "update_memory", "forget", "recall", "namespaces")
 # The tools annotated readOnlyHint (resolved from the annotations when the tools are built).

@@ -12,7 +12,7 @@ from typing import Any
 
 from .config import Settings
 from .errors import ValidationError
-from .limits import MAX_LABEL_CHARS
+from .limits import MAX_LABEL_CHARS, MAX_RELATION_CHARS
 from .storage.records import Conversation
 from .text.secrets import redact, redact_value
 
@@ -182,6 +182,16 @@ def one_of(name: str, value: Any, allowed: Sequence[str]) -> str:
     if value not in allowed:
         raise ValidationError(f"{name} must be one of {', '.join(allowed)}; got {str(value)[:40]!r}")
     return value
+
+
+def relation_label(value: str) -> str:
+    """A relation's label: free text, trimmed, inner whitespace collapsed, lower case."""
+    label = " ".join(str(value).split()).lower()
+    if not label:
+        raise ValidationError("relation is empty: name it, e.g. caused, supports, contradicts, part_of")
+    if len(label) > MAX_RELATION_CHARS:
+        raise ValidationError(f"relation is longer than {MAX_RELATION_CHARS} characters: use a short label")
+    return label
 
 
 def conversation(value: Conversation) -> Conversation:

@@ -13,8 +13,6 @@ import pytest
 
 from spatial_memory.config import Settings
 
-EVAL_PATH = Path(__file__).resolve().parents[2] / "shared" / "eval" / "locomo-dev.json"
-
 
 class HashEmbedder:
     """Deterministic bag-of-words hashing embedder for plumbing tests (not for quality)."""
@@ -133,9 +131,30 @@ def bundled_models(bundled_model) -> Path:
 def cached_embedder(real_embedder):
     """The bundled model, each text embedded once per session: the LoCoMo tests store and ask
     the same turns and questions (test_conversation_recall, test_hybrid, test_recall_exactness)."""
-    from benchmarks.hybrid_locomo import CachedEmbedder
+    from spatial_memory.evaluation.embedding_cache import CachedEmbedder
 
     return CachedEmbedder(real_embedder)
+
+
+@pytest.fixture(scope="session")
+def locomo_dev() -> Path:
+    """The LoCoMo dev split the recall-quality tests measure on. It is not part of the project: it is
+    found in the directory SPATIAL_MEMORY_EVAL_DIR names (default ../shared/eval, beside the checkout).
+    Missing, the test is skipped, except under CI (CI set), where it fails: CI must measure quality."""
+    import os
+
+    from spatial_memory.evaluation import locomo
+
+    path = locomo.eval_dir() / "locomo-dev.json"
+    if not path.is_file():
+        message = (
+            f"the LoCoMo dev data is not at {path}: set {locomo.EVAL_DIR_VARIABLE} to the directory "
+            "holding locomo-dev.json"
+        )
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
 
 
 @pytest.fixture
@@ -171,3 +190,11 @@ def data(result) -> dict:
 def indexed_vector_rows(store) -> int | None:
     """Rows a MemoryStore's vector index covers, from its public stats(); None without one."""
     return next((i["num_indexed_rows"] for i in store.stats()["indices"] if i["column"] == "vector"), None)
+
+
+async def call(client, name: str, **arguments) -> dict:
+    """Call a tool and return its JSON body; an error result fails the test, showing the body."""
+    result = await client.call_tool(name, arguments)
+    body = data(result)
+    assert not result.is_error, body
+    return body

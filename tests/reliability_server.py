@@ -25,7 +25,7 @@ def main() -> None:
         stream=sys.stderr, level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     if settings.transport == "http":
-        from spatial_memory.transport.http import serve_http
+        from spatial_memory.server.http import serve_http
 
         serve_then_exit(lambda: serve_http(settings, embedder=HashEmbedder()))
     serve_then_exit(lambda: create_server(settings, embedder=HashEmbedder()).run("stdio"))

@@ -25,10 +25,8 @@ from spatial_memory.algorithms import (
     mean_pairwise_similarity,
     near_duplicate_groups,
     normalize_coordinates,
-    normalize_scores,
     pca_reduce,
     project,
-    reciprocal_rank_fusion,
     representative_index,
     silhouette,
     slerp,
@@ -183,45 +181,6 @@ def test_choose_follows_probabilities():
     assert draws[0] == 0 and draws[2] == 0
     assert 0.65 < draws[1] / 4000 < 0.75
     assert choose(np.array([1.0]), rng) == 0
-
-
-# --------------------------------------------------------------------------- fusion
-
-
-def test_rrf_scores_and_order():
-    fused = reciprocal_rank_fusion([["a", "b", "c"], ["c", "b", "d"]], [1.0, 1.0], k=60)
-    scores = dict(fused)
-    assert scores["b"] == pytest.approx(2 / 62)
-    assert scores["a"] == pytest.approx(1 / 61)
-    assert scores["c"] == pytest.approx(1 / 61 + 1 / 63)
-    assert [item for item, _ in fused] == ["c", "b", "a", "d"]
-
-
-def test_rrf_single_weight_reproduces_first_ranking():
-    first = ["x", "y", "z", "w"]
-    second = ["w", "z", "q"]
-    fused = reciprocal_rank_fusion([first, second], [1.0, 0.0])
-    assert [item for item, _ in fused] == first  # "q" only in a zero-weight ranking
-    fused = reciprocal_rank_fusion([first, second], [0.0, 1.0])
-    assert [item for item, _ in fused] == second
-
-
-def test_rrf_weights_shift_order_and_ties():
-    ranked = reciprocal_rank_fusion([["a", "b"], ["b", "a"]], [0.7, 0.3])
-    assert [item for item, _ in ranked] == ["a", "b"]
-    ranked = reciprocal_rank_fusion([["a", "b"], ["b", "a"]], [0.3, 0.7])
-    assert [item for item, _ in ranked] == ["b", "a"]
-    # exact tie: order of the first ranking wins
-    ranked = reciprocal_rank_fusion([["a", "b"], ["b", "a"]], [0.5, 0.5])
-    assert [item for item, _ in ranked] == ["a", "b"]
-    with pytest.raises(ValueError):
-        reciprocal_rank_fusion([["a"]], [1.0, 1.0])
-
-
-def test_normalize_scores():
-    assert np.allclose(normalize_scores(np.array([2.0, 4.0, 3.0])), [0.0, 1.0, 0.5])
-    assert normalize_scores(np.array([5.0, 5.0])).tolist() == [1.0, 1.0]
-    assert normalize_scores(np.array([])).size == 0
 
 
 # --------------------------------------------------------------------------- keywords

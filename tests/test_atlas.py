@@ -154,7 +154,7 @@ async def test_an_svg_map_is_also_an_image_resource_with_whole_word_labels(clien
 
 
 def test_truncation_cuts_at_word_boundaries():
-    from spatial_memory.text.render import truncate
+    from spatial_memory.services.render import truncate
 
     assert truncate("The quarterly budget review moved to Thursday", 28) == "The quarterly budget review…"
     assert truncate("short", 28) == "short"
@@ -167,7 +167,7 @@ def test_truncation_cuts_at_word_boundaries():
 def _app(tmp_path, embedder):
     from spatial_memory.config import Settings
     from spatial_memory.runtime.resources import Resources
-    from spatial_memory.server.app import App
+    from spatial_memory.app import App
 
     return App(Resources(Settings(path=tmp_path / "store", preload=False), embedder, None))
 

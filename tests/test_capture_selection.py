@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from benchmarks.capture_quality import HELD_OUT, SESSION, evaluate
 from spatial_memory.capture.selection import from_text, from_tool_use, session_summary
+from spatial_memory.evaluation.capture_replay import HELD_OUT, SESSION, evaluate
 
 
 def bash(command: str, stdout: str = "", stderr: str = "", **extra) -> tuple:

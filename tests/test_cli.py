@@ -45,7 +45,7 @@ def test_help_lists_the_main_settings_and_no_file_an_install_lacks():
     ):
         assert name in done.stdout
     assert ".env.example" not in done.stdout
-    assert "README" in done.stdout and "--version" in done.stdout and "serve" in done.stdout
+    assert "docs/SETTINGS.md" in done.stdout and "--version" in done.stdout and "serve" in done.stdout
     assert run("serve", "--help").returncode == 0
 
 

@@ -91,3 +91,16 @@ def test_env_example_lists_every_setting():
     text = (Path(__file__).parents[1] / ".env.example").read_text()
     for name in Settings.model_fields:
         assert f"SPATIAL_MEMORY_{name.upper()}=" in text, name
+
+
+def test_the_settings_page_is_generated_from_the_field_descriptions():
+    """docs/SETTINGS.md is what `python -m spatial_memory.settings_doc` prints: it cannot drift."""
+    page = Path(__file__).parents[1] / "docs" / "SETTINGS.md"
+    done = subprocess.run(
+        [sys.executable, "-m", "spatial_memory.settings_doc"], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout == page.read_text(), (
+        "docs/SETTINGS.md is stale: python -m spatial_memory.settings_doc > docs/SETTINGS.md"
+    )
+    for name, info in Settings.model_fields.items():
+        assert f"`SPATIAL_MEMORY_{name.upper()}`" in done.stdout and info.description, name

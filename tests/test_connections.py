@@ -15,15 +15,9 @@ from mcp import Client
 from spatial_memory.config import Settings
 from spatial_memory.server import create_server
 
-from .conftest import HashEmbedder, data
+from .conftest import HashEmbedder, call, data
 
 pytestmark = pytest.mark.anyio
-
-
-async def call(client, name: str, **arguments) -> dict:
-    result = data(await client.call_tool(name, arguments))
-    assert not result.get("isError"), result
-    return result
 
 
 async def fails(client, name: str, **arguments) -> dict:

@@ -11,22 +11,17 @@ import pytest
 from mcp import Client
 
 from spatial_memory.config import Settings
+from spatial_memory.evaluation import locomo
 from spatial_memory.server import create_server
 
-from .conftest import EVAL_PATH, data
+from .conftest import data
 
-pytestmark = [
-    pytest.mark.anyio,
-    pytest.mark.model,
-    pytest.mark.skipif(not EVAL_PATH.exists(), reason="LoCoMo dev data not available"),
-]
+pytestmark = [pytest.mark.anyio, pytest.mark.model]
 
 CONVERSATION = "conv-30"  # the shortest dev conversation
 
 
 async def _recall_at_10(client, conv, namespace: str, extra: dict) -> float:
-    from benchmarks import locomo
-
     scores = []
     for q in conv.questions:
         if q.category in (1, 2, 3, 4):
@@ -38,10 +33,8 @@ async def _recall_at_10(client, conv, namespace: str, extra: dict) -> float:
     return sum(scores) / len(scores)
 
 
-async def test_conversation_structure_fusion_and_context_through_mcp(tmp_path, cached_embedder):
-    from benchmarks import locomo
-
-    (conv,) = [c for c in locomo.load(EVAL_PATH) if c.sample_id == CONVERSATION]
+async def test_conversation_structure_fusion_and_context_through_mcp(tmp_path, cached_embedder, locomo_dev):
+    (conv,) = [c for c in locomo.load(locomo_dev) if c.sample_id == CONVERSATION]
     settings = Settings(path=tmp_path / "store", preload=False, access_flush_seconds=3600)
     async with Client(create_server(settings, embedder=cached_embedder)) as client:
         for namespace, structure in (("with", True), ("without", False)):

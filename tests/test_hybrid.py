@@ -1,6 +1,6 @@
 """hybrid_recall (and recall's hybrid_alpha): LanceDB native full-text index + vector search,
-fused by weighted reciprocal rank fusion. Through a real MCP client session unless the store
-itself is the subject."""
+fused by algorithms/ranking.py (alpha x scaled similarity + (1 - alpha) x scaled keyword score).
+Through a real MCP client session unless the store itself is the subject."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from spatial_memory.storage.fulltext import MAX_QUERY_TERMS, match_text
 from spatial_memory.storage.records import MemoryRecord, new_id
 from spatial_memory.storage.store import MemoryStore
 
-from .conftest import EVAL_PATH, HashEmbedder, data
+from .conftest import HashEmbedder, data
 from .test_protocol_core import assert_error, remember
 
 pytestmark = pytest.mark.anyio
@@ -397,18 +397,17 @@ ALPHA_GRID = (0.2, 0.35, 0.5, 0.65)
 SPEC_DEFAULT_ALPHA = 0.5
 
 
-@pytest.mark.skipif(not EVAL_PATH.exists(), reason="LoCoMo dev data not available")
-async def test_locomo_hybrid_beats_vector_and_keyword(tmp_path, cached_embedder):
+async def test_locomo_hybrid_beats_vector_and_keyword(tmp_path, cached_embedder, locomo_dev):
     """recall@10 / nDCG@10 on categories 1-4, one namespace per conversation, one memory per turn
     (its dia_id in metadata), imported in one bulk import that re-embeds the turns. alpha is
     tuned on some conversations and the assertions are on another (see above)."""
     from mcp import Client
 
-    from benchmarks import locomo
-    from benchmarks.hybrid_locomo import summarize
+    from spatial_memory.evaluation import locomo
+    from spatial_memory.evaluation.locomo import summarize
     from spatial_memory.server.app import create_server
 
-    every = locomo.load(EVAL_PATH)
+    every = locomo.load(locomo_dev)
     tune = every[:TUNE_CONVERSATIONS]
     test = [c for c in every if c.sample_id == TEST_CONVERSATION]
     conversations = tune + test

@@ -15,7 +15,7 @@ from mcp import Client
 from spatial_memory.config import Settings
 from spatial_memory.server import create_server
 
-from .conftest import data
+from .conftest import call, data
 
 pytestmark = pytest.mark.anyio
 
@@ -42,12 +42,6 @@ def clock() -> Clock:
 async def mc(settings: Settings, real_embedder, clock):
     async with Client(create_server(settings, embedder=real_embedder, clock=clock)) as client:
         yield client
-
-
-async def call(client, name: str, **arguments) -> dict:
-    result = data(await client.call_tool(name, arguments))
-    assert not result.get("isError"), result
-    return result
 
 
 async def ids_found(client, query: str, **options) -> list[str]:

@@ -24,7 +24,7 @@ from spatial_memory.portability import export_file
 from spatial_memory.portability.paths import shown
 from spatial_memory.storage.store import MemoryStore
 
-from .conftest import HashEmbedder, data
+from .conftest import HashEmbedder, call, data
 from .test_protocol_core import assert_error
 
 pytestmark = pytest.mark.anyio
@@ -56,12 +56,6 @@ async def server(settings: Settings, embedder=None) -> AsyncIterator:
         yield client
 
 
-async def ok(client, tool: str, args: dict) -> dict:
-    result = await client.call_tool(tool, args)
-    assert not result.is_error, data(result)
-    return data(result)
-
-
 def stored(settings: Settings, model_id: str = "test-hash-embedder", dim: int = 64) -> dict[str, object]:
     store = MemoryStore(settings.db_path, model_id, dim)
     return {r.id: r for r in store.scan(with_vectors=True)}
@@ -71,10 +65,10 @@ async def fill(client) -> list[str]:
     ids = []
     for content, namespace, tags, importance, metadata in TRICKY:
         args = {"content": content, "namespace": namespace, "tags": tags, "importance": importance}
-        ids.append((await ok(client, "remember", {**args, "metadata": metadata}))["id"])
+        ids.append((await call(client, "remember", **{**args, "metadata": metadata}))["id"])
     # Access counts and last_accessed move away from their defaults.
     # No pause after it: export itself must write the counts still waiting for upkeep.
-    await ok(client, "recall", {"query": "hello world comma", "limit": 3})
+    await call(client, "recall", query="hello world comma", limit=3)
     return ids
 
 
@@ -106,7 +100,7 @@ async def test_round_trip(tmp_path, source_settings, name, export_args, import_a
         name = "file.parquet"
     async with server(source_settings) as client:
         await fill(client)
-        exported = await ok(client, "export_memories", {"output_path": name, **export_args})
+        exported = await call(client, "export_memories", **{"output_path": name, **export_args})
     original = stored(source_settings)
     assert any(r.access_count > 0 for r in original.values())
     path = Path(exported["output_path"])
@@ -121,11 +115,11 @@ async def test_round_trip(tmp_path, source_settings, name, export_args, import_a
 
     target = target_settings(tmp_path, source_settings)
     async with server(target) as client:
-        preview = await ok(client, "import_memories", {"source_path": name, **import_args})
+        preview = await call(client, "import_memories", **{"source_path": name, **import_args})
         assert preview["dry_run"] is True and preview["memories_imported"] == 0
         assert preview["would_import"] == len(TRICKY) and preview["validation_errors"] == []
         assert data(await client.call_tool("stats", {}))["total_memories"] == 0
-        result = await ok(client, "import_memories", {"source_path": name, "dry_run": False, **import_args})
+        result = await call(client, "import_memories", **{"source_path": name, "dry_run": False, **import_args})
     assert result["memories_imported"] == result["total_records_in_file"] == len(TRICKY)
     assert result["memories_skipped"] == result["memories_failed"] == result["new_ids_assigned"] == 0
     assert result["format"] == name.rsplit(".", 1)[1] and result["source_path"] == str(path)
@@ -146,8 +140,8 @@ async def test_export_file_headers(source_settings):
     async with server(source_settings) as client:
         await fill(client)
         for name in ("h.parquet", "h.json", "h.csv"):
-            await ok(client, "export_memories", {"output_path": name})
-        one = await ok(client, "export_memories", {"output_path": "proj.json", "namespace": "proj"})
+            await call(client, "export_memories", output_path=name)
+        one = await call(client, "export_memories", output_path="proj.json", namespace="proj")
         assert one["memories_exported"] == 3 and one["namespaces_included"] == ["proj"]
         assert_error(
             await client.call_tool("export_memories", {"output_path": "x.json", "namespace": "nope"}),
@@ -179,9 +173,9 @@ async def test_export_overwrites_atomically_and_failures_leave_nothing(source_se
 
     async with server(source_settings) as client:
         await fill(client)
-        first = await ok(client, "export_memories", {"output_path": "same.json"})
-        await ok(client, "remember", {"content": "one more"})
-        second = await ok(client, "export_memories", {"output_path": "same.json"})
+        first = await call(client, "export_memories", output_path="same.json")
+        await call(client, "remember", content="one more")
+        second = await call(client, "export_memories", output_path="same.json")
         assert second["memories_exported"] == first["memories_exported"] + 1
         path = Path(second["output_path"])
         before = path.read_bytes()
@@ -240,7 +234,7 @@ async def test_validation_errors_dry_run_then_all_or_nothing(client, settings):
     rows[5]["tags"] = "not, a, list"  # a comma-separated string is accepted
     rows[6]["vector"] = vec(6)[:10]
     write(settings, "bad.json", rows)
-    preview = await ok(client, "import_memories", {"source_path": "bad.json"})
+    preview = await call(client, "import_memories", source_path="bad.json")
     assert preview["total_records_in_file"] == 7 and preview["memories_failed"] == 6
     assert preview["would_import"] == 1 and preview["memories_imported"] == 0
     errors = {(e["row_number"], e["field"]) for e in preview["validation_errors"]}
@@ -263,14 +257,14 @@ async def test_validation_errors_dry_run_then_all_or_nothing(client, settings):
     )
     assert "row 2 importance" in body["message"] and "6 of 7" in body["message"]
     assert await count(client) == 0
-    lenient = await ok(client, "import_memories", {"source_path": "bad.json", "dry_run": False, "validate": False})
+    lenient = await call(client, "import_memories", source_path="bad.json", dry_run=False, validate=False)
     assert lenient["memories_imported"] == 1 and lenient["memories_failed"] == 6
     assert len(lenient["validation_errors"]) == 6 and await count(client) == 1
 
 
 async def test_long_values_are_truncated_in_errors(client, settings):
     write(settings, "long.json", [{"content": "x" * 100_001, "vector": vec(0)}])
-    preview = await ok(client, "import_memories", {"source_path": "long.json"})
+    preview = await call(client, "import_memories", source_path="long.json")
     (error,) = preview["validation_errors"]
     assert error["field"] == "content" and len(error["value"]) <= 103 and error["value"].endswith("...")
 
@@ -300,7 +294,7 @@ async def test_truncated_parquet(client, settings):
     path = settings.allowed_import_dirs[0] / "full.parquet"
     path.parent.mkdir(parents=True)
     pq.write_table(table, path, compression="zstd")
-    ok_result = await ok(client, "import_memories", {"source_path": "full.parquet"})
+    ok_result = await call(client, "import_memories", source_path="full.parquet")
     assert ok_result["would_import"] == 200
     whole = path.read_bytes()
     for cut in (len(whole) // 2, len(whole) - 5, 20):
@@ -313,9 +307,7 @@ async def test_truncated_parquet(client, settings):
 async def test_csv_row_problems(client, settings):
     text = 'content,importance,tags\r\n"ok, fine",0.5,"[""a""]"\r\nshort row\r\n"x",abc,[]\r\n"multi\nline",0.2,\r\n'
     write(settings, "rows.csv", text)
-    preview = await ok(
-        client, "import_memories", {"source_path": "rows.csv", "regenerate_embeddings": True, "validate": False}
-    )
+    preview = await call(client, "import_memories", source_path="rows.csv", regenerate_embeddings=True, validate=False)
     assert preview["total_records_in_file"] == 4 and preview["would_import"] == 2
     assert [(e["row_number"], e["field"]) for e in preview["validation_errors"]] == [(2, "record"), (3, "importance")]
     assert "has 1 fields, the header has 3" in preview["validation_errors"][0]["error"]
@@ -350,9 +342,9 @@ async def test_vectors_missing_wrong_size_or_foreign(client, settings):
     # Re-embedding makes all of them importable.
     for name in ("novec.json", "dim.json", "declared.json", "model.json"):
         args = {"source_path": name, "regenerate_embeddings": True}
-        assert (await ok(client, "import_memories", args))["validation_errors"] == []
+        assert (await call(client, "import_memories", **args))["validation_errors"] == []
     assert await count(client) == 0
-    await ok(client, "import_memories", {"source_path": "dim.json", "regenerate_embeddings": True, "dry_run": False})
+    await call(client, "import_memories", source_path="dim.json", regenerate_embeddings=True, dry_run=False)
     assert await count(client) == 3
 
 
@@ -391,9 +383,7 @@ async def test_size_and_record_limits(tmp_path, fmt):
 
 async def test_namespace_override_and_parameter_checks(client, settings):
     write(settings, "ns.json", [{**r, "namespace": "orig"} for r in records(3)])
-    result = await ok(
-        client, "import_memories", {"source_path": "ns.json", "namespace_override": "moved", "dry_run": False}
-    )
+    result = await call(client, "import_memories", source_path="ns.json", namespace_override="moved", dry_run=False)
     assert result["namespace_override"] == "moved" and {m["namespace"] for m in result["imported_memories"]} == {
         "moved"
     }
@@ -410,7 +400,7 @@ async def test_namespace_override_and_parameter_checks(client, settings):
         )
     write(settings, "noext", json.dumps(records(1)))
     assert_error(await client.call_tool("import_memories", {"source_path": "noext"}), "ValidationError", "format")
-    assert (await ok(client, "import_memories", {"source_path": "noext", "format": "json"}))["would_import"] == 1
+    assert (await call(client, "import_memories", source_path="noext", format="json"))["would_import"] == 1
     assert_error(
         await client.call_tool("import_memories", {"source_path": "missing.json"}), "MemoryImportError", "not found"
     )
@@ -426,7 +416,7 @@ async def test_id_and_timestamp_policy(client, settings):
         {"id": None, "content": "odd source", "vector": vec(5), "source": "somewhere", "updated_at": None},
     ]
     write(settings, "ids.json", rows)
-    result = await ok(client, "import_memories", {"source_path": "ids.json", "dry_run": False})
+    result = await call(client, "import_memories", source_path="ids.json", dry_run=False)
     assert result["new_ids_assigned"] == 4
     ids = [m["id"] for m in result["imported_memories"]]
     assert ids[0] == kept.lower() and len(set(ids)) == 5
@@ -438,7 +428,7 @@ async def test_id_and_timestamp_policy(client, settings):
     assert third.access_count == 7 and fourth.created_at == datetime.fromtimestamp(1_600_000_000, timezone.utc)
     assert fourth.source == "extracted" and fifth.source == "imported"
     # Importing again: every id is taken now, so all get new ones.
-    again = await ok(client, "import_memories", {"source_path": "ids.json", "dry_run": False})
+    again = await call(client, "import_memories", source_path="ids.json", dry_run=False)
     assert again["new_ids_assigned"] == 5 and await count(client) == 10
 
 
@@ -451,26 +441,22 @@ async def test_deduplicate(client, settings):
     write(settings, "dups.json", rows)
     sim = float(np.dot(rows[1]["vector"], rows[5]["vector"]))
     assert 0.9 < sim < 0.99
-    strict = await ok(
-        client, "import_memories", {"source_path": "dups.json", "deduplicate": True, "dedup_threshold": 0.99}
-    )
+    strict = await call(client, "import_memories", source_path="dups.json", deduplicate=True, dedup_threshold=0.99)
     assert strict["memories_skipped"] == 1 and strict["would_import"] == 6
-    loose = await ok(
-        client, "import_memories", {"source_path": "dups.json", "deduplicate": True, "dedup_threshold": 0.9}
-    )
+    loose = await call(client, "import_memories", source_path="dups.json", deduplicate=True, dedup_threshold=0.9)
     assert loose["memories_skipped"] == 2 and loose["would_import"] == 5
-    done = await ok(client, "import_memories", {"source_path": "dups.json", "deduplicate": True, "dry_run": False})
+    done = await call(client, "import_memories", source_path="dups.json", deduplicate=True, dry_run=False)
     assert done["memories_imported"] == 6 and await count(client) == 6
-    again = await ok(client, "import_memories", {"source_path": "dups.json", "deduplicate": True, "dry_run": False})
+    again = await call(client, "import_memories", source_path="dups.json", deduplicate=True, dry_run=False)
     assert again["memories_skipped"] == 7 and again["memories_imported"] == 0 and await count(client) == 6
-    plain = await ok(client, "import_memories", {"source_path": "dups.json", "dry_run": False})
+    plain = await call(client, "import_memories", source_path="dups.json", dry_run=False)
     assert plain["memories_imported"] == 7 and await count(client) == 13
 
 
 async def test_imported_memories_are_searchable_by_keyword_at_once(client, settings):
     write(settings, "kw.json", [{"content": "the zanzibar protocol", "vector": vec(1)}])
-    await ok(client, "import_memories", {"source_path": "kw.json", "dry_run": False})
-    found = await ok(client, "hybrid_recall", {"query": "zanzibar", "alpha": 0.0})
+    await call(client, "import_memories", source_path="kw.json", dry_run=False)
+    found = await call(client, "hybrid_recall", query="zanzibar", alpha=0.0)
     assert [m["content"] for m in found["memories"]] == ["the zanzibar protocol"]
 
 
@@ -501,10 +487,10 @@ def outside(tmp_path) -> Path:
 async def test_path_security(client, settings, outside):
     exports = settings.allowed_export_dirs[0]
     assert not exports.exists()
-    await ok(client, "remember", {"content": "something to export"})
-    made = await ok(client, "export_memories", {"output_path": "sub/deeper/x.json"})
+    await call(client, "remember", content="something to export")
+    made = await call(client, "export_memories", output_path="sub/deeper/x.json")
     assert made["output_path"] == str(exports / "sub" / "deeper" / "x.json")  # relative to the allowed dir
-    absolute = await ok(client, "export_memories", {"output_path": str(exports / "abs.json")})
+    absolute = await call(client, "export_memories", output_path=str(exports / "abs.json"))
     assert Path(absolute["output_path"]).is_file()
     (exports / "link-out").symlink_to(outside)
     (exports / "secret-link.json").symlink_to(outside / "secret.json")
@@ -543,7 +529,7 @@ async def test_path_security(client, settings, outside):
         in data(await client.call_tool("import_memories", {"source_path": "../x.json"}))["message"]
     )
     # Links that stay inside are fine; nothing was written outside.
-    assert (await ok(client, "import_memories", {"source_path": "inner-link.json"}))["would_import"] == 1
+    assert (await call(client, "import_memories", source_path="inner-link.json"))["would_import"] == 1
     assert sorted(p.name for p in outside.iterdir()) == ["secret.json"]
     assert json.loads((outside / "secret.json").read_text()) == records(1)
 
@@ -551,7 +537,7 @@ async def test_path_security(client, settings, outside):
 async def test_device_files_and_foreign_types(tmp_path):
     settings = settings_at(tmp_path / "s", import_dirs=[tmp_path / "in", Path("/dev")], export_dirs=[Path("/dev")])
     async with server(settings) as client:
-        await ok(client, "remember", {"content": "x"})
+        await call(client, "remember", content="x")
         with anyio.fail_after(10):
             for path in ("/dev/zero", "/dev/null", "/dev/urandom"):
                 violation(await client.call_tool("import_memories", {"source_path": path}), "not_a_regular_file", path)
@@ -563,7 +549,7 @@ async def test_device_files_and_foreign_types(tmp_path):
 
 
 async def test_export_format_checks(client):
-    await ok(client, "remember", {"content": "x"})
+    await call(client, "remember", content="x")
     for args, fragment in [
         ({"output_path": "x.txt"}, ".parquet, .json or .csv"),
         ({"output_path": "noext"}, ".parquet, .json or .csv"),
@@ -572,7 +558,7 @@ async def test_export_format_checks(client):
         ({"output_path": ""}, "output_path"),
     ]:
         assert_error(await client.call_tool("export_memories", args), "ValidationError", fragment)
-    upper = await ok(client, "export_memories", {"output_path": "UPPER.JSON"})
+    upper = await call(client, "export_memories", output_path="UPPER.JSON")
     assert upper["format"] == "json"
 
 
@@ -580,13 +566,11 @@ async def test_several_allowed_directories(tmp_path):
     first, second = tmp_path / "one", tmp_path / "two"
     settings = settings_at(tmp_path / "s", export_dirs=[first, second], import_dirs=[second, first])
     async with server(settings) as client:
-        await ok(client, "remember", {"content": "x"})
-        assert (await ok(client, "export_memories", {"output_path": "rel.json"}))["output_path"] == str(
-            first / "rel.json"
-        )
-        await ok(client, "export_memories", {"output_path": str(second / "abs.json")})
-        assert (await ok(client, "import_memories", {"source_path": "abs.json"}))["would_import"] == 1
-        assert (await ok(client, "import_memories", {"source_path": str(first / "rel.json")}))["would_import"] == 1
+        await call(client, "remember", content="x")
+        assert (await call(client, "export_memories", output_path="rel.json"))["output_path"] == str(first / "rel.json")
+        await call(client, "export_memories", output_path=str(second / "abs.json"))
+        assert (await call(client, "import_memories", source_path="abs.json"))["would_import"] == 1
+        assert (await call(client, "import_memories", source_path=str(first / "rel.json")))["would_import"] == 1
         assert_error(await client.call_tool("import_memories", {"source_path": "rel.json"}), "MemoryImportError")
 
 
@@ -638,17 +622,17 @@ async def test_reference_exports_import_with_their_vectors(tmp_path, real_embedd
     for fmt in ("parquet", "json", "csv"):
         settings = reference_settings(tmp_path, fmt)
         async with server(settings, real_embedder) as client:
-            preview = await ok(client, "import_memories", {"source_path": f"reference.{fmt}"})
+            preview = await call(client, "import_memories", source_path=f"reference.{fmt}")
             assert preview["total_records_in_file"] == preview["would_import"] == 5
             assert preview["validation_errors"] == [] and preview["memories_imported"] == 0
             assert await count(client) == 0
-            result = await ok(client, "import_memories", {"source_path": f"reference.{fmt}", "dry_run": False})
+            result = await call(client, "import_memories", source_path=f"reference.{fmt}", dry_run=False)
             assert result["memories_imported"] == 5 and result["new_ids_assigned"] == 0
             by_format[fmt] = stored(settings, real_embedder.model_id, real_embedder.dimension)
-            hits = await ok(client, "recall", {"query": "hello world", "limit": 1})
+            hits = await call(client, "recall", query="hello world", limit=1)
             assert hits["memories"][0]["content"] == 'She said "hello, world" and left'
             assert hits["memories"][0]["similarity"] > 0.5  # the reference's vectors fit our model
-            kw = await ok(client, "hybrid_recall", {"query": "Zürich", "alpha": 0.0})
+            kw = await call(client, "hybrid_recall", query="Zürich", alpha=0.0)
             assert kw["memories"][0]["content"].startswith("Café au lait")
         check_reference(by_format[fmt])
     for memory_id, record in by_format["parquet"].items():
@@ -673,23 +657,29 @@ async def test_reference_exports_without_vectors_and_with_the_test_model(tmp_pat
             assert_error(
                 await client.call_tool("import_memories", {"source_path": name}), "ValidationError", "regenerate"
             )
-        novec = await ok(
+        novec = await call(
             client,
             "import_memories",
-            {"source_path": "reference-novec.csv", "regenerate_embeddings": True, "dry_run": False},
+            source_path="reference-novec.csv",
+            regenerate_embeddings=True,
+            dry_run=False,
         )
         assert novec["memories_imported"] == 5
         check_reference(stored(settings))
-        again = await ok(
+        again = await call(
             client,
             "import_memories",
-            {"source_path": "reference.json", "regenerate_embeddings": True, "deduplicate": True},
+            source_path="reference.json",
+            regenerate_embeddings=True,
+            deduplicate=True,
         )
         assert again["memories_skipped"] == 5 and again["would_import"] == 0
-        two = await ok(
+        two = await call(
             client,
             "import_memories",
-            {"source_path": "reference-novec.json", "regenerate_embeddings": True, "namespace_override": "moved"},
+            source_path="reference-novec.json",
+            regenerate_embeddings=True,
+            namespace_override="moved",
         )
         assert two["total_records_in_file"] == 2 and two["would_import"] == 2 and two["new_ids_assigned"] == 2
 
@@ -700,3 +690,53 @@ async def test_a_home_of_an_unknown_user_is_a_path_error(source_settings):
         for tool, argument in (("import_memories", "source_path"), ("export_memories", "output_path")):
             result = await client.call_tool(tool, {argument: "~no-such-user-here/x.json"})
             assert_error(result, "PathSecurityError", "unknown_home")
+
+
+# ---- all or nothing ----------------------------------------------------------------------------
+
+
+def side_rows(settings: Settings) -> dict[str, int]:
+    """Rows in each table of the store holding any, read straight from LanceDB."""
+    import lancedb
+
+    db = lancedb.connect(str(settings.db_path))
+    counts = {name: db.open_table(name).count_rows() for name in db.list_tables().tables}
+    return {name: rows for name, rows in counts.items() if rows}
+
+
+@pytest.mark.parametrize("failing", ["relate", "add"])
+async def test_an_import_that_fails_between_its_writes_leaves_nothing(tmp_path, source_settings, monkeypatch, failing):
+    """An import writes three tables (history, relations, memories); a failure in the second or
+    third write restores the ones already written, so the store is as it was."""
+    from spatial_memory.errors import StorageError
+
+    async with server(source_settings) as client:
+        a = (await call(client, "remember", content="the decision to use postgres"))["id"]
+        b = (await call(client, "remember", content="benchmarks favour postgres"))["id"]
+        await call(client, "update_memory", memory_id=b, content="benchmarks clearly favour postgres")
+        old = (await call(client, "remember", content="standup is on mondays"))["id"]
+        await call(client, "remember", content="standup is on wednesdays", supersedes=[old])
+        await call(client, "relate", source_id=b, target_id=a, relation="supports")
+        exported = await call(client, "export_memories", output_path="all.json")
+        assert exported["versions_exported"] == 2 and exported["relations_exported"] == 1
+    target = target_settings(tmp_path, source_settings)
+    real = getattr(MemoryStore, failing)
+
+    def fail(self, *args, **kwargs):
+        raise StorageError("the disk is full (injected)")
+
+    async with server(target) as client:
+        await call(client, "remember", content="a memory the target had before")
+        before = side_rows(target)
+        monkeypatch.setattr(MemoryStore, failing, fail)
+        result = await client.call_tool("import_memories", {"source_path": "all.json", "dry_run": False})
+        assert_error(result, "StorageError")
+        assert side_rows(target) == before  # history and relations written before the failure are gone
+        assert (await call(client, "stats"))["total_memories"] == 1
+        gone = await client.call_tool("memory_history", {"memory_id": old})
+        assert gone.is_error  # the closed memory's history is not there
+        # Nothing stands in the way of the same import once the store works again.
+        monkeypatch.setattr(MemoryStore, failing, real)
+        done = await call(client, "import_memories", source_path="all.json", dry_run=False)
+        assert done["memories_imported"] == 3 and done["versions_imported"] == 2 and done["relations_imported"] == 1
+        assert len((await call(client, "memory_history", memory_id=old))["versions"]) == 1

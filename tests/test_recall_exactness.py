@@ -6,26 +6,25 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks import locomo
+from spatial_memory.evaluation import locomo
 
 from .conftest import data
 
 pytestmark = [pytest.mark.anyio, pytest.mark.model, pytest.mark.slow]
 
 
-@pytest.mark.skipif(not locomo.DEFAULT_PATH.exists(), reason="shared/eval not present")
-async def test_recall_top10_equals_brute_force(settings, cached_embedder):
+async def test_recall_top10_equals_brute_force(settings, cached_embedder, locomo_dev):
     from mcp import Client
 
     from spatial_memory.server.app import create_server
 
     async with Client(create_server(settings, embedder=cached_embedder)) as model_client:
-        await _agrees_with_brute_force(model_client, cached_embedder)
+        await _agrees_with_brute_force(model_client, cached_embedder, locomo_dev)
 
 
-async def _agrees_with_brute_force(model_client, embedder) -> None:
+async def _agrees_with_brute_force(model_client, embedder, path) -> None:
     """Recall by meaning alone against brute-force cosine over the same model's vectors."""
-    conversations = locomo.load()[:2]
+    conversations = locomo.load(path)[:2]
     queries = agreed = 0
     for conv in conversations:
         texts = [t.text for t in conv.turns]

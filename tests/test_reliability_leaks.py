@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import time
 
-from benchmarks.common import open_fds, rss_mb
-from benchmarks.soak import MixedWorkload, summarize
+from spatial_memory.evaluation.soak import MixedWorkload, open_fds, rss_mb, summarize
 
 from .reliability import RawServer, assert_typed, budget, new_store
 

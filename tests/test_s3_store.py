@@ -19,7 +19,7 @@ from spatial_memory.storage.access_ledger import RECHECK_SECONDS
 from spatial_memory.storage.lease import LeaseLock
 from spatial_memory.storage.locking import LOCK_FILE, StoreLock
 
-from .conftest import data
+from .conftest import call
 from .reliability import FAKE_DIM, FAKE_MODEL_ID, REPO
 
 pytestmark = pytest.mark.anyio
@@ -123,13 +123,6 @@ def replica(uri: str, local: Path, errlog, **extra: str):
         command=sys.executable, args=["-m", "tests.reliability_server"], env=env, cwd=str(local)
     )
     return stdio_client(params, errlog=errlog)
-
-
-async def call(client, name: str, **args) -> dict:
-    result = await client.call_tool(name, args)
-    body = data(result)
-    assert not result.is_error, body
-    return body
 
 
 def test_the_lock_is_a_lease_on_s3_and_a_lock_file_locally(s3_env, tmp_path, monkeypatch):

@@ -14,7 +14,6 @@ from .clustering import (
     silhouette,
 )
 from .decay import apply_decay, decay_factor
-from .fusion import normalize_scores, reciprocal_rank_fusion
 from .grouping import mean_pairwise_similarity, near_duplicate_groups
 from .interpolation import interpolation_ts, slerp
 from .keywords import STOPWORDS, class_tfidf_keywords, tokenize
@@ -38,10 +37,8 @@ __all__ = [
     "mean_pairwise_similarity",
     "near_duplicate_groups",
     "normalize_coordinates",
-    "normalize_scores",
     "pca_reduce",
     "project",
-    "reciprocal_rank_fusion",
     "representative_index",
     "silhouette",
     "slerp",

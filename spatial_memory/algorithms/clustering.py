@@ -84,6 +84,7 @@ def knn_distance_graph(unit: np.ndarray, k: int) -> sparse.csr_matrix:
     counts the point itself) matches the dense computation. Components of the
     k-NN graph are joined through their nearest components by centroid.
     """
+    # scipy only here, not at the top: a map of up to 500 memories never needs it (algorithms/__init__.py).
     from scipy import sparse
     from scipy.sparse import csgraph
 
@@ -122,6 +123,7 @@ def _component_links(unit: np.ndarray, component: np.ndarray, n_comp: int) -> tu
     """Edges joining k-NN components: a spanning tree over component centroids
     plus each component's nearest few, each realised between the two members
     closest to the other component's centroid."""
+    # scipy only here, not at the top: a map of up to 500 memories never needs it (algorithms/__init__.py).
     from scipy.sparse import csgraph
 
     centroids = np.zeros((n_comp, unit.shape[1]))

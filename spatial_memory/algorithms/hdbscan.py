@@ -62,6 +62,7 @@ def hdbscan_points(points: np.ndarray, min_cluster_size: int, min_samples: int) 
 
 def hdbscan_graph(graph: sparse.csr_matrix, min_cluster_size: int, min_samples: int) -> HdbscanResult:
     """HDBSCAN on a connected sparse distance graph (CSR, symmetric, zero diagonal stored)."""
+    # scipy only here, not at the top: a map of up to 500 memories never needs it (algorithms/__init__.py).
     from scipy import sparse
     from scipy.sparse import csgraph
 

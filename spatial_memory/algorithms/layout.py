@@ -136,6 +136,7 @@ def curve_parameters(min_dist: float, spread: float = 1.0) -> tuple[float, float
     """a, b of the low-dimensional similarity 1 / (1 + a d^(2b)) fitted to UMAP's target curve."""
     if (min_dist, spread) in _KNOWN_CURVES:
         return _KNOWN_CURVES[(min_dist, spread)]
+    # scipy only for a curve not in the table above: the default map never imports it.
     from scipy.optimize import curve_fit
 
     x = np.linspace(0, spread * 3, 300)

@@ -127,7 +127,7 @@ def local_app(settings: Any, *, token: str, port: int, embedder: Any = None) -> 
     from starlette.routing import Route
 
     from ..runtime.resources import Resources
-    from ..server.app import App
+    from ..app import App
 
     state: dict[str, Any] = {"mapped": threading.Event()}
 

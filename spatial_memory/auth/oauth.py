@@ -96,6 +96,8 @@ class JwtVerifier:
     def _keys(self) -> Any:
         with self._lock:
             if self._client is None:
+                # PyJWT and cryptography: the optional `team` extra, checked in __init__ (the module loads
+                # without them).
                 from jwt import PyJWKClient
 
                 url = self._jwks_url or discover_jwks_url(self._issuer)
@@ -104,7 +106,7 @@ class JwtVerifier:
 
     def decode(self, token: str) -> dict[str, Any]:
         """The token's claims once signature, exp/nbf, iss and aud check out (blocking: JWKS fetches)."""
-        import jwt
+        import jwt  # the optional `team` extra (see _keys)
 
         key = self._keys().get_signing_key_from_jwt(token).key  # an unknown kid fetches the JWKS again
         return jwt.decode(
@@ -118,7 +120,7 @@ class JwtVerifier:
         )
 
     async def verify_token(self, token: str) -> PrincipalToken | None:
-        import jwt
+        import jwt  # the optional `team` extra (see _keys)
 
         try:
             claims = await anyio.to_thread.run_sync(self.decode, token)

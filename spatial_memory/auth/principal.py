@@ -19,6 +19,7 @@ from typing import Any
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 
+from ..storage.confined import ConfinedStore
 from .scope import NamespaceScope
 
 
@@ -79,7 +80,5 @@ class ScopedResources:
         store = self._base.store()
         with self._lock:
             if self._store is None or self._store._store is not store:
-                from ..storage.confined import ConfinedStore
-
                 self._store = ConfinedStore(store, self.scope)
             return self._store

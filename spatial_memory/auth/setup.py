@@ -27,17 +27,18 @@ def authorization(settings: Settings) -> tuple[Any, Any]:
     when neither is configured (a localhost server with full access)."""
     if not settings.authorization_configured:
         return None, None
+    # What follows only for a server with authorization: a localhost server never loads it.
     from mcp.server.auth.settings import AuthSettings
 
     verifiers: list[Any] = []
     if settings.tokens_file is not None:
-        from .tokens import TokensFileVerifier
+        from .tokens import TokensFileVerifier  # only with a tokens file (see above)
 
         # A tokens-file token holds the required scopes: the file itself is its grant.
         verifiers.append(TokensFileVerifier(settings.tokens_file, scopes=settings.oauth_required_scopes))
     resource = settings.resource_url
     if settings.oauth_issuer is not None:
-        from .oauth import JwtVerifier
+        from .oauth import JwtVerifier  # only in OAuth mode (see above)
 
         verifiers.append(
             JwtVerifier(

@@ -73,7 +73,7 @@ def read_entries(path: Path) -> list[TokenEntry]:
             for item in data["tokens"]
         ]
     except (KeyError, TypeError, AttributeError) as exc:
-        raise ConfigurationError(f"tokens file {path} is malformed ({exc!r}): see the README's Team server") from None
+        raise ConfigurationError(f"tokens file {path} is malformed ({exc!r}): see docs/TEAM.md") from None
 
 
 def write_entries(path: Path, entries: list[TokenEntry]) -> None:

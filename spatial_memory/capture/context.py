@@ -15,6 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..storage.filters import build_filter
+
 log = logging.getLogger(__name__)
 
 MAX_CONTEXT_CHARS = 4000
@@ -88,10 +90,12 @@ def parts_for(parts: list[str], app: Any, namespace: str, session_id: str, promp
 
 
 def _open(store_path: Path) -> Any:
+    # The store, the model and every service: only when no running server can answer (the hook
+    # asks one first), so a hook whose server is up never imports them.
+    from ..app import App
     from ..config import Settings
     from ..runtime.imports import import_heavy_modules
     from ..runtime.resources import Resources
-    from ..server.app import App
 
     import_heavy_modules()
     return App(Resources(Settings(path=store_path, preload=False)))
@@ -103,8 +107,6 @@ def _pinned(store: Any, namespace: str) -> list[Any]:
 
 def _last_session(store: Any, namespace: str, session_id: str) -> str:
     """The newest other session's summary, else that session's most important captures."""
-    from ..storage.filters import build_filter
-
     captured = store.scan(build_filter(namespace=namespace, filters={"metadata.captured_by": "hook"}))
     others = [r for r in captured if r.conversation.session_id and r.conversation.session_id != session_id]
     if not others:

@@ -112,6 +112,8 @@ class ContextServer:
             threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
 
     def _answer(self, conn: socket.socket) -> None:
+        # The answering side runs in a server, which has these already; the hook's asking side
+        # (this module's `ask`) must not import them.
         from ..runtime.imports import import_heavy_modules
         from .context import parts_for, render
 

@@ -86,7 +86,7 @@ def capture(event: p.HookEvent, spool: Spool, namespace: str, *, write: bool = T
         elif event.kind == p.ASSISTANT_TEXT and event.text:
             items += from_text(redact(event.text), "assistant", ref=event.tool_use_id, occurred_at=now_iso())
         if event.kind in (p.PRE_COMPACT, p.STOP, p.SESSION_END) and event.transcript_path:
-            from .transcript import read_since
+            from .transcript import read_since  # a hook process imports only what its event needs
 
             messages, state["transcript_offset"] = read_since(event.transcript_path, state["transcript_offset"])
             for m in messages:
@@ -121,7 +121,7 @@ def store_directory(explicit: str | None = None) -> Path:
     value = explicit or os.environ.get("SPATIAL_MEMORY_PATH") or os.environ.get("SPATIAL_MEMORY_MEMORY_PATH")
     if value:
         return Path(value).expanduser().resolve()
-    import platformdirs
+    import platformdirs  # only without SPATIAL_MEMORY_PATH: the hook starts fast
 
     return platformdirs.user_data_path("spatial-memory-mcp", appauthor=False)
 
@@ -133,11 +133,11 @@ def start_ingester_if_idle(spool: Spool, store_path: Path) -> None:
         return
     if not spool.has_work():
         return
-    from .presence import someone_ingesting
+    from .presence import someone_ingesting  # only when there is work: the hook starts fast
 
     if someone_ingesting(spool.dir):
         return
-    import subprocess
+    import subprocess  # only when nobody ingests: the hook starts fast
 
     command = [sys.executable, "-m", "spatial_memory", "ingest", "--store", str(store_path)]
     options: dict = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
@@ -152,10 +152,11 @@ def start_ingester_if_idle(spool: Spool, store_path: Path) -> None:
 
 
 def _context(event: p.HookEvent, store_path: Path, namespace: str) -> str:
+    # Only the events that answer with context import what answering takes: the others stay fast.
     import logging
 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(message)s")
-    from .context import build_within
+    from .context import build_within  # see above: only events that answer with context
 
     try:
         budget = float(os.environ.get(CONTEXT_ENV) or CONTEXT_SECONDS[event.kind])
@@ -166,7 +167,7 @@ def _context(event: p.HookEvent, store_path: Path, namespace: str) -> str:
     prompt = redact(event.prompt) if event.kind == p.PROMPT and event.prompt else None
     if event.kind == p.PROMPT and not prompt:
         return ""
-    from .context_server import ask
+    from .context_server import ask  # see above: only events that answer with context
 
     started = time.monotonic()
     answered = ask(store_path, namespace, event.session_id, prompt, budget)  # a running server's: fast
@@ -178,7 +179,7 @@ def _context(event: p.HookEvent, store_path: Path, namespace: str) -> str:
 
 
 def _context_still_running() -> bool:
-    import threading
+    import threading  # only at the end of an event that answered with context
 
     return any(t.name == "capture-context" and t.is_alive() for t in threading.enumerate())
 

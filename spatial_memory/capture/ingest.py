@@ -100,7 +100,7 @@ class SpoolIngester:
             return
         try:
             with self._app.resources.workers.running():  # shutdown waits for a pass in progress
-                from ..runtime.imports import import_heavy_modules
+                from ..runtime.imports import import_heavy_modules  # a server has it already
 
                 import_heavy_modules()
                 ingest_once(self._app, self._spool)
@@ -110,8 +110,9 @@ class SpoolIngester:
 
 def run_ingester(settings: Any) -> int:
     """`spatial-memory ingest`: store everything spooled, then exit (unless a server does it)."""
+    # `spatial-memory ingest`, started by a hook: the store and model only when it has work.
+    from ..app import App
     from ..runtime.resources import Resources
-    from ..server.app import App
 
     spool = Spool(settings.local_dir)
     total = 0

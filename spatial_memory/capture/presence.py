@@ -77,7 +77,7 @@ def _lock(fd: int, *, blocking: bool) -> bool:
         if fcntl is not None:
             fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
         else:  # pragma: no cover - Windows
-            import msvcrt
+            import msvcrt  # Windows only: the module exists nowhere else
 
             msvcrt.locking(fd, msvcrt.LK_LOCK if blocking else msvcrt.LK_NBLCK, 1)
     except (BlockingIOError, PermissionError):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -63,8 +64,6 @@ def forget_old_sessions(spool_dir: Path, max_age_seconds: float) -> int:
     """Remove the state of sessions untouched for `max_age_seconds`. A session resumed after that
     reads its transcript again from the start; what it captured before has the same ids and is
     not stored twice. Returns how many were removed."""
-    import time
-
     directory = spool_dir / SESSIONS_DIR
     cutoff = time.time() - max_age_seconds
     removed = 0
@@ -89,7 +88,7 @@ def _locked(path: Path) -> Iterator[None]:
         if fcntl is not None:
             fcntl.flock(fd, fcntl.LOCK_EX)
         else:  # pragma: no cover - Windows
-            import msvcrt
+            import msvcrt  # Windows only: the module exists nowhere else
 
             msvcrt.locking(fd, msvcrt.LK_LOCK, 1)
         yield

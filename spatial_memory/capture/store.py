@@ -14,13 +14,13 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import ValidationError
+from ..storage.records import Conversation, NewMemory, Provenance
 
 log = logging.getLogger(__name__)
 
 
 def new_memory(record: dict[str, Any]):
     """The NewMemory a spool record asks for."""
-    from ..storage.records import Conversation, NewMemory
 
     occurred = record.get("occurred_at")
     try:
@@ -44,7 +44,6 @@ def new_memory(record: dict[str, Any]):
 
 
 def provenance(record: dict[str, Any]):
-    from ..storage.records import Provenance
 
     text = lambda key: record[key] if isinstance(record.get(key), str) else None  # noqa: E731
     return Provenance(

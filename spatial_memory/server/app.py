@@ -10,13 +10,15 @@ import logging
 import threading
 from collections.abc import AsyncIterator, Callable, Collection
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 
 from .. import __version__
+from ..app import App
+from ..capture.context_server import ContextServer
+from ..capture.ingest import SpoolIngester
 from ..config import Settings
 from ..runtime.resources import Embedder, Resources
 from ..tools import build_tools
@@ -25,13 +27,7 @@ from .mcp_server import SpatialMemoryMCPServer
 from .prompts import register_prompts
 from .resources import register_resources
 
-if TYPE_CHECKING:
-    from ..auth.scope import NamespaceScope
-
 log = logging.getLogger(__name__)
-
-# Principals whose services (and result caches) stay built; older ones are rebuilt on their next call.
-MAX_SCOPED_APPS = 64
 
 # What the server tells a client about itself, one sentence per group of tools; a sentence
 # names only the listed tools (SPATIAL_MEMORY_TOOLS), and goes when none of its tools is listed.
@@ -57,70 +53,10 @@ def instructions(tool_names: Collection[str]) -> str:
     return " ".join(sentences)
 
 
-@dataclass
-class App:
-    """Everything a tool needs, wired once per server in the lifespan."""
-
-    resources: Resources
-
-    def for_scope(self, scope: NamespaceScope | None) -> App:
-        """The App a principal's requests use (None: this one, full access). Its services reach the
-        store only through the confined store of auth/principal.py, and their result caches are its
-        own: nothing cached for one principal is served to another. Built once per scope."""
-        if scope is None:
-            return self
-        with self._scoped_lock:
-            app = self._scoped.pop(scope, None)
-            if app is None:
-                from ..auth.principal import ScopedResources
-
-                app = App(ScopedResources(self.resources, scope))  # type: ignore[arg-type]
-            self._scoped[scope] = app  # most recently used last
-            while len(self._scoped) > MAX_SCOPED_APPS:
-                self._scoped.pop(next(iter(self._scoped)))
-            return app
-
-    def __post_init__(self) -> None:
-        self._scoped: dict[NamespaceScope, App] = {}
-        self._scoped_lock = threading.Lock()
-        from ..services.atlas import AtlasService
-        from ..services.connections import ConnectionService
-        from ..services.consolidation import ConsolidationService
-        from ..services.extraction import ExtractionService
-        from ..services.health import HealthService
-        from ..services.lifecycle import LifecycleService
-        from ..services.memory import MemoryService
-        from ..services.namespaces import NamespaceService
-        from ..services.portability import PortabilityService
-        from ..services.revisions import RevisionService
-        from ..services.search import SearchService
-        from ..services.spatial import SpatialService
-        from ..services.visualization import VisualizationService
-        from ..services.vocabulary import VocabularyService
-
-        self.memory = MemoryService(self.resources)
-        self.revisions = RevisionService(self.resources)
-        self.search = SearchService(self.resources)
-        self.namespaces = NamespaceService(self.resources)
-        self.portability = PortabilityService(self.resources)
-        self.spatial = SpatialService(self.resources)
-        self.visualization = VisualizationService(self.resources)
-        self.lifecycle = LifecycleService(self.resources)
-        self.extraction = ExtractionService(self.resources, self.memory)
-        self.consolidation = ConsolidationService(self.resources)
-        self.connections = ConnectionService(self.resources)
-        self.health = HealthService(self.resources)
-        self.vocabulary = VocabularyService(self.resources)
-        self.atlas = AtlasService(self.resources)
-
-
 def _capture_ingester(app: App):
     """Store what client hooks spool (capture/), within a second of their writing it."""
     if not app.resources.settings.capture_ingest:
         return None
-    from ..capture.context_server import ContextServer
-    from ..capture.ingest import SpoolIngester
-
     ingester = SpoolIngester(app, ContextServer(app))
     ingester.start()
     return ingester

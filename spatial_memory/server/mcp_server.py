@@ -17,15 +17,19 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 import anyio
+import mcp_types
 import pydantic
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
 
 from ..auth.principal import current_scope
 from ..errors import PermissionDeniedError, SpatialMemoryError, ValidationError
 from ..tools.calls import failure, internal_failure
 from ..tools.registry import read_only_names
+from ..transport import stdio_pipes
 from ..transport.handshake import Handover, HandshakeCache, Recorder
 from ..validation import argument_problem
 
@@ -106,11 +110,6 @@ class SpatialMemoryMCPServer(MCPServer):
         lowlevel = getattr(self, "_lowlevel_server", None)
         if lowlevel is None:  # pragma: no cover - a future SDK without it: plain behaviour
             return await super().run_stdio_async()
-        from mcp.server.stdio import stdio_server
-        from mcp.shared.message import SessionMessage
-
-        from ..transport import stdio_pipes
-
         # The whole session, transport included, so a signal also ends the SDK's stdin reader.
         with anyio.CancelScope() as session:
             async with AsyncExitStack() as stack:
@@ -158,8 +157,6 @@ _REQUEST_ID = re.compile(r'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")')
 
 
 async def _answer_unparseable(exc: Exception, write_stream: Any, session_message: Any) -> None:
-    import mcp_types
-
     request_id: Any = None
     code, reason, line = -32700, str(exc)[:200], ""
     if isinstance(exc, pydantic.ValidationError):

@@ -28,7 +28,7 @@ from .. import algorithms as alg
 from ..algorithms.placement import place
 from ..capture.records import CAPTURED_BY
 from ..storage.records import MemoryRecord
-from ..text import render
+from . import render
 from .base import Service
 
 log = logging.getLogger(__name__)

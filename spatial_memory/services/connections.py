@@ -8,10 +8,13 @@ from typing import Any
 
 import numpy as np
 
+from ..algorithms.keywords import tokenize
 from ..errors import MemoryNotFoundError, ValidationError
 from ..storage.filters import build_filter
 from ..storage.records import Provenance
 from ..storage.relations import Relation
+from ..storage.schema import vectors_of
+from ..validation import relation_label
 from .base import Service
 from .results import (
     Bridge,
@@ -26,7 +29,6 @@ from .results import (
     timestamp,
 )
 
-MAX_RELATION_CHARS = 64
 # How much shared terms add to a connection's score: cosine overlap of the two term sets times this.
 TERM_WEIGHT = 0.25
 # Candidates each search contributes to discover_connections, per connection asked for.
@@ -35,16 +37,6 @@ DEPTH_PER_RESULT = 4
 BRIDGE_BLOCK = 1024
 # ... and at most this many similarities per block (256 MB of float32), whatever the corpus size.
 BRIDGE_BLOCK_CELLS = 1 << 26
-
-
-def relation_label(value: str) -> str:
-    """A relation's label: free text, trimmed, inner whitespace collapsed, lower case."""
-    label = " ".join(str(value).split()).lower()
-    if not label:
-        raise ValidationError("relation is empty: name it, e.g. caused, supports, contradicts, part_of")
-    if len(label) > MAX_RELATION_CHARS:
-        raise ValidationError(f"relation is longer than {MAX_RELATION_CHARS} characters: use a short label")
-    return label
 
 
 def relation_item(r: Relation) -> RelationItem:
@@ -119,8 +111,6 @@ class ConnectionService(Service):
         Candidates come from the vector search (nearest by meaning) and the keyword search (the
         memory's own distinctive words); each is scored by its cosine similarity plus TERM_WEIGHT
         times the overlap of the two memories' terms. min_similarity applies to the cosine."""
-        from ..algorithms.keywords import tokenize
-
         store = self._r.store()
         reference = store.get(memory_id, with_vector=True)
         if reference is None:
@@ -188,8 +178,6 @@ class ConnectionService(Service):
         store = self._r.store()
         flt = build_filter(filters={"namespace": {"in": namespaces}}) if namespaces else None
         table = store.scan_arrow(["id", "namespace", "vector"], flt)
-        from ..storage.schema import vectors_of
-
         ids = np.array(table.column("id").to_pylist(), dtype=object)
         spaces = np.array(table.column("namespace").to_pylist(), dtype=object)
         vectors = vectors_of(table) if table.num_rows else np.zeros((0, store.dim), np.float32)

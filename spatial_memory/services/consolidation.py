@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from contextlib import nullcontext
+from dataclasses import dataclass
 from dataclasses import replace as dc_replace
 from datetime import datetime
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from .. import validation as check
+from ..algorithms.grouping import mean_pairwise_similarity, near_duplicate_groups
 from ..errors import (
     NamespaceNotFoundError,
     StorageError,
@@ -32,6 +34,27 @@ STRATEGIES = ("keep_newest", "keep_oldest", "keep_highest_importance", "merge_co
 CONSOLIDATED_FROM_KEY = "consolidated_from"
 
 
+@dataclass
+class _GroupPlan:
+    """One group of near-duplicates: the member kept (or merged into), the others, and the row that
+    replaces them (None: skipped, for `reason`)."""
+
+    rep: MemoryRecord
+    others: list[MemoryRecord]
+    kept: MemoryRecord | None
+    reason: str | None
+    similarity: float
+
+    def shown(self, action: str) -> ConsolidationGroup:
+        return ConsolidationGroup(
+            representative_id=self.rep.id,
+            member_ids=[self.rep.id, *(o.id for o in self.others)],
+            avg_similarity=round(self.similarity, 6),
+            action_taken=action if self.kept is not None else "skipped",
+            reason=self.reason,
+        )
+
+
 class ConsolidationService(Service):
     def consolidate(
         self,
@@ -44,8 +67,6 @@ class ConsolidationService(Service):
         now: datetime | None = None,
         provenance: Provenance | None = None,
     ) -> ConsolidateResult:
-        from ..algorithms.grouping import mean_pairwise_similarity
-
         if not isinstance(namespace, str) or not namespace:
             raise ValidationError("namespace is required: consolidation works inside one namespace")
         similarity_threshold = check.number_in("similarity_threshold", similarity_threshold, *DUPLICATE_SIMILARITY)
@@ -57,7 +78,6 @@ class ConsolidationService(Service):
         self.require_namespace(store, namespace)
         if not dry_run:
             self._r.upkeep.flush()
-
         with nullcontext() if dry_run else store.exclusive():
             records = store.scan(build_filter(namespace=namespace), with_vectors=True)
             if not records:
@@ -65,68 +85,56 @@ class ConsolidationService(Service):
             records.sort(key=lambda r: (r.created_at, r.id))
             vectors = np.stack([np.asarray(r.vector, dtype=np.float32) for r in records])
             all_groups = self._duplicate_groups(records, vectors, similarity_threshold)
-            groups = all_groups[:max_groups]
-
-            plans = []
-            for group in groups:
-                members = [records[i] for i in group]
-                rep = self._representative(members, strategy)
-                others = sorted((m for m in members if m.id != rep.id), key=lambda m: (m.created_at, m.id))
-                kept, reason = self._kept_record(rep, others, strategy, now)
-                plans.append((rep, others, kept, reason, mean_pairwise_similarity(vectors[group])))
-
-            if not dry_run:
-                to_embed = [p[2] for p in plans if p[2] is not None and p[2].vector is None]
-                if to_embed:
-                    fresh = self._r.embedder.embed_documents([k.content for k in to_embed])
-                    for record, vector in zip(to_embed, fresh, strict=True):
-                        record.vector = np.asarray(vector, dtype=np.float32)
-                origin = provenance or Provenance(via="consolidate")
-                new_records = [
-                    dc_replace(p[2], provenance=origin.but(derived_from=tuple(m.id for m in (p[0], *p[1]))))
-                    for p in plans
-                    if p[2] is not None
-                ]
-                # The others are closed, not erased: their last state stays in their history,
-                # linked to the memory that absorbed them (get_memories, as_of).
-                absorbed = [o for p in plans if p[2] is not None for o in p[1]]
-                successor_of = {o.id: p[2].id for p in plans if p[2] is not None for o in p[1]}
-                if new_records:
-                    try:
-                        store.supersede(new_records, absorbed, successor_of, self._settings.max_versions)
-                    except StorageError as exc:
-                        raise with_context(
-                            exc,
-                            "Consolidation failed and nothing was changed (the merge and the deletions are one commit)",
-                        ) from exc
-        if not dry_run and any(p[2] is not None for p in plans):
+            plans = [self._plan(records, vectors, group, strategy, now) for group in all_groups[:max_groups]]
+            done = [plan for plan in plans if plan.kept is not None]
+            if not dry_run and done:
+                self._write(store, done, provenance or Provenance(via="consolidate"))
+        if not dry_run and done:
             self._r.upkeep.poke()
-
         action = "preview" if dry_run else ("merged" if strategy == "merge_content" else "deleted")
-        out = [
-            ConsolidationGroup(
-                representative_id=rep.id,
-                member_ids=[rep.id, *(o.id for o in others)],
-                avg_similarity=round(similarity, 6),
-                action_taken=action if kept is not None else "skipped",
-                reason=reason,
-            )
-            for rep, others, kept, reason, similarity in plans
-        ]
-        done = [p for p in plans if p[2] is not None]
         return ConsolidateResult(
             groups_found=len(all_groups),
             memories_merged=len(done),
-            memories_deleted=sum(len(p[1]) for p in done),
-            groups=out,
+            memories_deleted=sum(len(plan.others) for plan in done),
+            groups=[plan.shown(action) for plan in plans],
             dry_run=dry_run,
         )
+
+    def _plan(self, records, vectors: np.ndarray, group: list[int], strategy: str, now: datetime) -> _GroupPlan:
+        members = [records[i] for i in group]
+        rep = self._representative(members, strategy)
+        others = sorted((m for m in members if m.id != rep.id), key=lambda m: (m.created_at, m.id))
+        kept, reason = self._kept_record(rep, others, strategy, now)
+        return _GroupPlan(rep, others, kept, reason, mean_pairwise_similarity(vectors[group]))
+
+    def _write(self, store, done: list[_GroupPlan], origin: Provenance) -> None:
+        """The kept rows (embedded when their content changed) in, the others closed: one commit."""
+        to_embed = [plan.kept for plan in done if plan.kept.vector is None]
+        if to_embed:
+            fresh = self._r.embedder.embed_documents([k.content for k in to_embed])
+            for record, vector in zip(to_embed, fresh, strict=True):
+                record.vector = np.asarray(vector, dtype=np.float32)
+        new_records = [
+            dc_replace(plan.kept, provenance=origin.but(derived_from=tuple(m.id for m in (plan.rep, *plan.others))))
+            for plan in done
+        ]
+        # The others are closed, not erased: their last state stays in their history,
+        # linked to the memory that absorbed them (get_memories, as_of).
+        absorbed = [o for plan in done for o in plan.others]
+        successor_of = {o.id: plan.kept.id for plan in done for o in plan.others}
+        try:
+            store.supersede(new_records, absorbed, successor_of, self._settings.max_versions)
+        except StorageError as exc:
+            raise with_context(
+                exc, "Consolidation failed and nothing was changed (the merge and the deletions are one commit)"
+            ) from exc
 
     @staticmethod
     def _duplicate_groups(records: list[MemoryRecord], vectors: np.ndarray, threshold: float) -> list[list[int]]:
         """Near-duplicate groups (complete linkage) among memories with equal detail signatures,
         split where two members use opposite words (see spatial_memory.text.details)."""
-        from ..algorithms.grouping import near_duplicate_groups
+        # Not at the top: text/details.py reads text/extraction.py, whose rule table takes ~40 ms to
+        # compile: paid by the first consolidate, not by every server's start.
         from ..text.details import detail_signature, opposed, polarity
 
         classes: dict[tuple, list[int]] = defaultdict(list)
@@ -175,7 +183,7 @@ class ConsolidationService(Service):
         lineage = [i for i in dict.fromkeys(lineage) if i != rep.id]
 
         if strategy == "merge_content":
-            from ..text.details import merge_texts
+            from ..text.details import merge_texts  # see _duplicate_groups: not at start-up
 
             content = merge_texts([m.content for m in members])
             metadata: dict[str, Any] = {}

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..storage.filters import build_filter
+from ..storage.schema import vectors_of
 
 # When the store's in-memory exact copy can answer (a store below its vector index size), it
 # answers every candidate in one matrix product. Otherwise: up to this many memories in a
@@ -75,8 +76,6 @@ def closest_stored(
     if total == 0:
         return [[] for _ in vectors]
     if total is not None and total <= EXACT_SCAN_LIMIT:
-        from ..storage.schema import vectors_of
-
         table = store.scan_arrow(["id", "content", "vector"], flt)
         ids = table.column("id").to_pylist()
         contents = table.column("content")

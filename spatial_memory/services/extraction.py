@@ -14,7 +14,7 @@ from ..errors import (
 )
 from ..limits import DUPLICATE_SIMILARITY
 from ..runtime.resources import Resources
-from ..storage.records import Provenance
+from ..storage.records import NewMemory, Provenance
 from .base import Service
 from .duplicates import near_copies
 from .memory import MemoryService
@@ -41,80 +41,89 @@ class ExtractionService(Service):
         dedup_threshold: float = 0.9,
         provenance: Provenance | None = None,
     ) -> ExtractResult:
-        from ..storage.records import NewMemory
-        from ..text.extraction import extract_candidates
-
         text = check.content(text, self._settings, field="text")  # secrets redacted before anything is kept
         check.namespace(namespace, self._settings)
         min_confidence = check.number_in("min_confidence", min_confidence, 0.0, 1.0)
         dedup_threshold = check.number_in("dedup_threshold", dedup_threshold, *DUPLICATE_SIMILARITY)
-        try:
-            candidates = extract_candidates(text, min_confidence=min_confidence)
-        except Exception as exc:  # noqa: BLE001 - a bug in a heuristic must not look like bad input
-            raise ExtractionError(f"Extraction failed on this text: {type(exc).__name__}") from exc
+        candidates = _candidates(text, min_confidence)
         if not candidates:
             return ExtractResult(candidates_found=0, memories_created=0, deduplicated_count=0, extractions=[])
-
         vectors = np.asarray(self._r.embedder.embed_documents([c.content for c in candidates]), dtype=np.float32)
-        store = self._r.store()
-        copies = near_copies(store, [namespace] * len(candidates), vectors, dedup_threshold) if deduplicate else []
-        duplicate_of: dict[int, Any] = {}  # candidate -> existing id, or ("candidate", index)
-        for i, copy in enumerate(copies):
-            if copy is not None:
-                duplicate_of[i] = copy.memory_id if copy.memory_id is not None else ("candidate", copy.candidate)
+        duplicate_of = _duplicates(self._r.store(), namespace, vectors, dedup_threshold) if deduplicate else {}
         accepted = [i for i in range(len(candidates)) if i not in duplicate_of]
-
-        items = [
-            NewMemory(
-                content=candidates[i].content,
-                namespace=namespace,
-                tags=[candidates[i].pattern_matched],
-                importance=min(1.0, max(0.0, round(candidates[i].confidence, 3))),
-                metadata={
-                    EXTRACTION_KEY: {
-                        "pattern": candidates[i].pattern_matched,
-                        "confidence": candidates[i].confidence,
-                        "start_pos": candidates[i].start_pos,
-                        "end_pos": candidates[i].end_pos,
-                    }
-                },
-            )
-            for i in accepted
-        ]
-        memory = self._memory
-        origin = provenance or Provenance(via="extract")
+        items = [_new_memory(candidates[i], namespace) for i in accepted]
         records = (
-            memory.build_records(items, source="extracted", vectors=vectors[accepted], provenance=origin)
+            self._memory.build_records(
+                items, source="extracted", vectors=vectors[accepted], provenance=provenance or Provenance(via="extract")
+            )
             if items
             else []
         )
         if records:
             try:
-                memory.store_records(records)
+                self._memory.store_records(records)
             except StorageError as exc:
                 raise with_context(exc, "Storing the extracted memories failed; nothing was stored") from exc
         new_ids = {i: r.id for i, r in zip(accepted, records, strict=True)}
-
-        extractions = []
-        for i, c in enumerate(candidates):
-            dup = duplicate_of.get(i)
-            if isinstance(dup, tuple):
-                dup = new_ids[dup[1]]
-            extractions.append(
-                Extraction(
-                    content=c.content,
-                    confidence=c.confidence,
-                    pattern_matched=c.pattern_matched,
-                    start_pos=c.start_pos,
-                    end_pos=c.end_pos,
-                    stored=i in new_ids,
-                    memory_id=new_ids.get(i),
-                    duplicate_of=dup,
-                )
-            )
         return ExtractResult(
             candidates_found=len(candidates),
             memories_created=len(records),
             deduplicated_count=len(duplicate_of),
-            extractions=extractions,
+            extractions=[
+                _extraction(c, new_ids.get(i), duplicate_of.get(i), new_ids) for i, c in enumerate(candidates)
+            ],
         )
+
+
+def _candidates(text: str, min_confidence: float) -> list:
+    # Here, not at the top: compiling the rule table's expressions takes ~40 ms, paid by the first
+    # extract rather than by every server's start (the services are built in the lifespan).
+    from ..text.extraction import extract_candidates
+
+    try:
+        return extract_candidates(text, min_confidence=min_confidence)
+    except Exception as exc:  # noqa: BLE001 - a bug in a heuristic must not look like bad input
+        raise ExtractionError(f"Extraction failed on this text: {type(exc).__name__}") from exc
+
+
+def _duplicates(store, namespace: str, vectors: np.ndarray, threshold: float) -> dict[int, Any]:
+    """Candidate -> the memory it copies: a stored memory's id, or ("candidate", index) of an earlier one."""
+    copies = near_copies(store, [namespace] * len(vectors), vectors, threshold)
+    return {
+        i: copy.memory_id if copy.memory_id is not None else ("candidate", copy.candidate)
+        for i, copy in enumerate(copies)
+        if copy is not None
+    }
+
+
+def _new_memory(candidate, namespace: str) -> NewMemory:
+    """A candidate as a memory: tagged with its pattern, as important as it is certain."""
+    return NewMemory(
+        content=candidate.content,
+        namespace=namespace,
+        tags=[candidate.pattern_matched],
+        importance=min(1.0, max(0.0, round(candidate.confidence, 3))),
+        metadata={
+            EXTRACTION_KEY: {
+                "pattern": candidate.pattern_matched,
+                "confidence": candidate.confidence,
+                "start_pos": candidate.start_pos,
+                "end_pos": candidate.end_pos,
+            }
+        },
+    )
+
+
+def _extraction(candidate, memory_id: str | None, duplicate: Any, new_ids: dict[int, str]) -> Extraction:
+    if isinstance(duplicate, tuple):  # of an earlier candidate: the id it was stored under
+        duplicate = new_ids[duplicate[1]]
+    return Extraction(
+        content=candidate.content,
+        confidence=candidate.confidence,
+        pattern_matched=candidate.pattern_matched,
+        start_pos=candidate.start_pos,
+        end_pos=candidate.end_pos,
+        stored=memory_id is not None,
+        memory_id=memory_id,
+        duplicate_of=duplicate,
+    )

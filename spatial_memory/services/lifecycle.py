@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import nullcontext
+from dataclasses import dataclass
 from dataclasses import replace as dc_replace
 from datetime import datetime
 from typing import Any
@@ -45,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from .. import validation as check
+from ..algorithms.decay import apply_decay, decay_factor
 from ..errors import (
     DecayError,
     StorageError,
@@ -81,6 +83,80 @@ def _r6(value: float) -> float:
     return round(float(value), 6)
 
 
+def decay_base(record: MemoryRecord, reference: datetime) -> float:
+    """Importance at the start of the current curve (see the module doc)."""
+    state = record.metadata.get(DECAY_STATE_KEY)
+    if not isinstance(state, dict):
+        return record.importance
+    base, since, value = state.get("base_importance"), state.get("since"), state.get("importance")
+    numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (base, value))
+    if not numbers or since != iso(reference) or abs(value - record.importance) > 1e-6:
+        return record.importance  # accessed, reinforced or edited since: a fresh curve
+    return min(1.0, max(record.importance, float(base)))
+
+
+@dataclass
+class _DecayCurve:
+    """Where each memory stands on its decay curve now (see the module doc)."""
+
+    records: list[MemoryRecord]
+    references: list[datetime]  # the start of each curve: the last access, else the creation
+    days: np.ndarray  # since the reference
+    current: np.ndarray  # importance now
+    base: np.ndarray  # importance at the reference
+    factor: np.ndarray
+    new: np.ndarray  # importance after decay
+    min_importance: float
+
+    @classmethod
+    def of(cls, records, now, function: str, half_life_days: float, min_importance: float, access_weight: float):
+        references = [max(r.last_accessed, r.created_at) for r in records]
+        days = np.array([max(0.0, (now - ref).total_seconds() / 86_400) for ref in references])
+        current = np.array([r.importance for r in records], dtype=np.float64)
+        base = np.array([decay_base(r, ref) for r, ref in zip(records, references, strict=True)])
+        counts = np.array([r.access_count for r in records], dtype=np.float64)
+        try:
+            factor = decay_factor(
+                days, function=function, half_life_days=half_life_days, access_count=counts, access_weight=access_weight
+            )
+            new = np.minimum(apply_decay(base, factor, min_importance), current)
+        except ValueError as exc:
+            raise DecayError(f"Decay calculation failed: {exc}") from exc
+        return cls(records, references, days, current, base, factor, new, min_importance)
+
+    def changed_rows(self) -> list[int]:
+        """The memories whose importance drops. Sub-thousandth changes (a memory stored seconds ago)
+        are noise: not applied, not counted; since decay follows the curve from the last access, they
+        are applied once they add up."""
+        dropped = self.new.astype(np.float32) < self.current.astype(np.float32)  # as stored (float32)
+        return np.flatnonzero(
+            dropped & ((self.current - self.new >= MIN_DECAY_CHANGE) | (self.new <= self.min_importance))
+        ).tolist()
+
+    def detail(self, i: int) -> DecayedMemory:
+        record = self.records[i]
+        return DecayedMemory(
+            id=record.id,
+            content_preview=content_preview(record.content),
+            old_importance=_r6(self.current[i]),
+            new_importance=_r6(_f32(self.new[i])),
+            decay_factor=_r6(self.factor[i]),
+            days_since_access=round(float(self.days[i]), 4),
+            access_count=record.access_count,
+        )
+
+    def decayed(self, i: int) -> MemoryRecord:
+        """The memory at its new importance, with the curve it is on (so the next decay follows it)."""
+        record = self.records[i]
+        metadata = dict(record.metadata)
+        metadata[DECAY_STATE_KEY] = {
+            "base_importance": float(self.base[i]),
+            "since": iso(self.references[i]),
+            "importance": _f32(self.new[i]),
+        }
+        return dc_replace(record, importance=_f32(self.new[i]), metadata=metadata)
+
+
 class LifecycleService(Service):
     # ---- decay -------------------------------------------------------------------------
 
@@ -95,8 +171,6 @@ class LifecycleService(Service):
         dry_run: bool = True,
         now: datetime | None = None,
     ) -> DecayResult:
-        from ..algorithms.decay import apply_decay, decay_factor
-
         check.one_of("decay_function", decay_function, DECAY_FUNCTIONS)
         half_life_days = check.number_in("half_life_days", half_life_days, 1, 365)
         min_importance = check.number_in("min_importance", min_importance, 0.0, 0.5)
@@ -107,6 +181,7 @@ class LifecycleService(Service):
             self.require_namespace(store, namespace)
         if not dry_run:
             self._r.upkeep.flush()
+        updates: list[MemoryRecord] = []
         with nullcontext() if dry_run else store.exclusive():
             # Pinned memories (a profile, standing instructions) keep their importance.
             records = [
@@ -116,50 +191,10 @@ class LifecycleService(Service):
                 return DecayResult(
                     memories_analyzed=0, memories_decayed=0, avg_decay_factor=1.0, decayed_memories=[], dry_run=dry_run
                 )
-            references = [max(r.last_accessed, r.created_at) for r in records]
-            days = np.array([max(0.0, (now - ref).total_seconds() / 86_400) for ref in references])
-            current = np.array([r.importance for r in records], dtype=np.float64)
-            base = np.array([self._decay_base(r, ref) for r, ref in zip(records, references, strict=True)])
-            counts = np.array([r.access_count for r in records], dtype=np.float64)
-            try:
-                factor = decay_factor(
-                    days,
-                    function=decay_function,
-                    half_life_days=half_life_days,
-                    access_count=counts,
-                    access_weight=access_weight,
-                )
-                new = np.minimum(apply_decay(base, factor, min_importance), current)
-            except ValueError as exc:
-                raise DecayError(f"Decay calculation failed: {exc}") from exc
-            # sub-thousandth changes (a memory stored seconds ago) are noise: not applied, not counted;
-            # since decay follows the curve from the last access, they are applied once they add up
-            dropped = new.astype(np.float32) < current.astype(np.float32)  # as stored (float32)
-            changed = dropped & ((current - new >= MIN_DECAY_CHANGE) | (new <= min_importance))
-
-            details: list[DecayedMemory] = []
-            updates: list[MemoryRecord] = []
-            for i in np.flatnonzero(changed).tolist():
-                record = records[i]
-                details.append(
-                    DecayedMemory(
-                        id=record.id,
-                        content_preview=content_preview(record.content),
-                        old_importance=_r6(current[i]),
-                        new_importance=_r6(_f32(new[i])),
-                        decay_factor=_r6(factor[i]),
-                        days_since_access=round(float(days[i]), 4),
-                        access_count=record.access_count,
-                    )
-                )
-                if not dry_run:
-                    metadata = dict(record.metadata)
-                    metadata[DECAY_STATE_KEY] = {
-                        "base_importance": float(base[i]),
-                        "since": iso(references[i]),
-                        "importance": _f32(new[i]),
-                    }
-                    updates.append(dc_replace(record, importance=_f32(new[i]), metadata=metadata))
+            curve = _DecayCurve.of(records, now, decay_function, half_life_days, min_importance, access_weight)
+            changed = curve.changed_rows()
+            if not dry_run:
+                updates = [curve.decayed(i) for i in changed]
             if updates:
                 try:
                     store.upsert(updates)
@@ -167,29 +202,17 @@ class LifecycleService(Service):
                     raise with_context(exc, "Applying decay failed and nothing was changed") from exc
         if updates:
             self._r.upkeep.poke()
-        decayed = len(details)
-        avg = float(np.mean(factor[changed])) if decayed else 1.0
-        details.sort(key=lambda d: (-(d.old_importance - d.new_importance), d.id))
+        details = sorted(
+            (curve.detail(i) for i in changed), key=lambda d: (-(d.old_importance - d.new_importance), d.id)
+        )
         return DecayResult(
             memories_analyzed=len(records),
-            memories_decayed=decayed,
-            avg_decay_factor=round(avg, 6),
+            memories_decayed=len(details),
+            avg_decay_factor=round(float(np.mean(curve.factor[changed])), 6) if details else 1.0,
             decayed_memories=details[:MAX_DECAY_DETAILS],
             dry_run=dry_run,
-            details_truncated=decayed > MAX_DECAY_DETAILS,
+            details_truncated=len(details) > MAX_DECAY_DETAILS,
         )
-
-    @staticmethod
-    def _decay_base(record: MemoryRecord, reference: datetime) -> float:
-        """Importance at the start of the current curve (see the module doc)."""
-        state = record.metadata.get(DECAY_STATE_KEY)
-        if not isinstance(state, dict):
-            return record.importance
-        base, since, value = state.get("base_importance"), state.get("since"), state.get("importance")
-        numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (base, value))
-        if not numbers or since != iso(reference) or abs(value - record.importance) > 1e-6:
-            return record.importance  # accessed, reinforced or edited since: a fresh curve
-        return min(1.0, max(record.importance, float(base)))
 
     # ---- reinforce ---------------------------------------------------------------------
 

@@ -238,6 +238,8 @@ class MemoryService(Service):
 
     def recent(self, namespace: str, *, limit: int = 20) -> RecentMemories:
         """The newest memories of a namespace, newest first."""
+        # Not at the top: pyarrow.compute loads with the heavy imports before the first tool call
+        # (runtime/imports.py), not while the App is built at start-up.
         import pyarrow.compute as pc
 
         namespace = check.namespace(namespace, self._settings)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from .. import validation as check
 from ..errors import (
     NamespaceNotFoundError,
@@ -23,8 +25,6 @@ from .results import (
 
 def _directory_size(path) -> int:
     """Bytes under path; files another process removes mid-walk are skipped, not fatal."""
-    import os
-
     total = 0
     for root, _dirs, files in os.walk(path, onerror=lambda _exc: None):
         for name in files:
@@ -51,6 +51,8 @@ def _condition(store) -> dict:
 
 class NamespaceService(Service):
     def stats(self, *, namespace: str | None = None, include_index_details: bool = True) -> StatsResult:
+        # Not at the top: pyarrow.compute loads with the heavy imports before the first tool call
+        # (runtime/imports.py), not while the App is built at start-up.
         import pyarrow.compute as pc
 
         store = self._r.store()

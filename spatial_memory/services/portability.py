@@ -2,18 +2,30 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
+import time
+from dataclasses import dataclass
+
 import numpy as np
+import pyarrow as pa
 
 from .. import validation as check
+from ..embeddings.router import canonical_model_id
 from ..errors import (
+    DimensionMismatchError,
     MemoryImportError,
     NamespaceNotFoundError,
     ValidationError,
 )
 from ..limits import DUPLICATE_SIMILARITY
+from ..portability import export_file, formats, import_file, import_records, paths
+from ..portability.import_records import vector_lengths
 from ..storage.filters import build_filter
 from ..storage.history import RetiredState
-from ..storage.records import MemoryRecord, Provenance, new_id
+from ..storage.records import MemoryRecord, Provenance, iso, new_id
+from ..storage.relations import Relation
+from ..storage.schema import SUMMARY_COLUMNS
 from .base import Service
 from .duplicates import near_copies
 from .results import (
@@ -28,16 +40,11 @@ MAX_REPORTED_PROBLEMS = 100
 
 
 def _same_model(a: str, b: str) -> bool:
-    from ..embeddings.router import canonical_model_id
-
     return canonical_model_id(a).lower() == canonical_model_id(b).lower()
 
 
 def _check_import_vectors(parsed, model_id: str, dim: int) -> None:
     """File-level checks on imported vectors before any record is looked at."""
-    from ..errors import DimensionMismatchError
-    from ..portability.import_records import vector_lengths
-
     if parsed.vectors is None or all(v is None or (isinstance(v, str) and not v.strip()) for v in parsed.vectors):
         raise ValidationError(
             "The file has no embedding vectors: pass regenerate_embeddings=true to embed the imported "
@@ -126,8 +133,6 @@ def _retired_states(retired, given: dict[str, str], skipped: set[str], taken: se
 
 def _outgoing(relations) -> dict[str, list[dict]]:
     """Relations by source id, as the export's `relations` field lists them."""
-    from ..storage.records import iso
-
     by_source: dict[str, list[dict]] = {}
     for r in sorted(relations, key=lambda r: (r.source_id, r.created_at, r.target_id, r.relation)):
         by_source.setdefault(r.source_id, []).append(
@@ -142,16 +147,12 @@ def _outgoing(relations) -> dict[str, list[dict]]:
 
 
 def _json_or_none(value) -> str | None:
-    import json
-
     return None if not value else json.dumps(value, ensure_ascii=False)
 
 
 def _import_relations(store, keep, records, given: dict[str, str], provenance: Provenance) -> list:
     """The relations of the imported records, their ends under the ids the memories were given; a
     target neither in the file nor in the store is dropped."""
-    from ..storage.relations import Relation
-
     wanted = [link for c in keep for link in c.relations]
     if not wanted:
         return []
@@ -177,6 +178,55 @@ def _existing_ids(store, ids: list[str]) -> set[str]:
     return found
 
 
+def _invalid_import(problems, failed: int, total: int) -> MemoryImportError:
+    listed = "; ".join(
+        f"row {p.row_number} {p.field}: {p.error}" + (f" (value: {p.value[:40]})" if p.value else "")
+        for p in problems[:5]
+    )
+    return MemoryImportError(
+        f"{failed} of {total} records are invalid, nothing was imported. {listed}"
+        + (" ..." if len(problems) > 5 else "")
+        + ". Run with dry_run=true to list every problem, or validate=false to skip invalid records."
+    )
+
+
+def _duplicates(store, candidates, threshold: float) -> set[int]:
+    """The candidates that are near copies of a memory of their namespace (stored or earlier in the file)."""
+    copies = near_copies(store, [c.namespace for c in candidates], np.stack([c.vector for c in candidates]), threshold)
+    return {i for i, copy in enumerate(copies) if copy is not None}
+
+
+@dataclass
+class _ImportPlan:
+    """What an import writes: the memories, their retired versions and their relations."""
+
+    records: list[MemoryRecord]
+    new_ids: int
+    states: list[RetiredState]
+    links: list
+
+
+def _plan_import(store, keep, retired, skipped: set[str], provenance: Provenance) -> _ImportPlan:
+    """The records, history and relations to write, under the ids they will have (read under the lock)."""
+    taken = _existing_ids(store, [c.id for c in (*keep, *retired) if c.id])
+    records, new_ids, given = _import_records(keep, taken, provenance)
+    states = _retired_states(retired, given, skipped, taken)
+    links = _import_relations(store, keep, records, given, provenance)
+    return _ImportPlan(records, new_ids, states, links)
+
+
+def _write_import(store, planned: _ImportPlan) -> None:
+    """Three tables, written under `store.all_or_nothing()`: a failure in any write restores the others.
+    The memories' commit goes last: until it lands, no memory's history counts the retired
+    versions, and a relation shows only once both its ends are current."""
+    if planned.states:
+        store.restore_history(planned.states)
+    if planned.links:
+        store.relate(planned.links)
+    if planned.records:
+        store.add(planned.records)  # one commit: every record or none
+
+
 class PortabilityService(Service):
     def export_memories(
         self,
@@ -191,13 +241,6 @@ class PortabilityService(Service):
         Vectors are included by default for parquet and json, and left out of csv unless
         include_vectors=true. The file is written beside the target and renamed into place.
         """
-        import time
-
-        import pyarrow as pa
-
-        from ..portability import export_file, formats, paths
-        from ..storage.schema import SUMMARY_COLUMNS
-
         started = time.perf_counter()
         if not isinstance(output_path, str) or not output_path.strip():
             raise ValidationError("output_path cannot be empty")
@@ -257,19 +300,64 @@ class PortabilityService(Service):
         """Import memories from a parquet, json or csv file in an allowed import directory.
 
         All or nothing: every record is read and checked before anything is stored, and the
-        import is one commit. With validate=true (default) one invalid record fails the whole
-        import (run dry_run=true to list every problem); with validate=false invalid records
-        are skipped and reported. Ids are kept when they are UUIDs not already in the store
+        import's writes (memories, their versions, their relations) stand or fall together.
+        With validate=true (default) one invalid record fails the whole import (run
+        dry_run=true to list every problem); with validate=false invalid records are skipped
+        and reported. Ids are kept when they are UUIDs not already in the store
         (else new ids); timestamps, importance, tags, metadata, source and access counts are
         kept. deduplicate skips records whose cosine similarity to a memory of the same
         namespace, already stored or earlier in the file, is at least dedup_threshold.
         """
-        import contextlib
-        import time
-
-        from ..portability import formats, import_file, import_records, paths
-
         started = time.perf_counter()
+        source, fmt, parsed = self._read_import_file(source_path, format, namespace_override, dedup_threshold)
+        store = self._r.store()
+        candidates, problems = self._checked_records(
+            parsed, store.model_id, store.dim, namespace_override, regenerate_embeddings
+        )
+        failed = len({p.row_number for p in problems})
+        if problems and validate and not dry_run:
+            raise _invalid_import(problems, failed, parsed.total)
+        if regenerate_embeddings and candidates and (deduplicate or not dry_run):
+            self._embed(candidates)
+        retired = [c for c in candidates if c.retired is not None]
+        candidates = [c for c in candidates if c.retired is None]
+        duplicates = _duplicates(store, candidates, dedup_threshold) if deduplicate and candidates else set()
+        keep = [c for i, c in enumerate(candidates) if i not in duplicates]
+        skipped = {candidates[i].id for i in duplicates if candidates[i].id}
+        provenance = provenance or Provenance(via="import")
+        # The id check and the writes under the store lock: no other writer takes an id in between.
+        with contextlib.nullcontext() if dry_run else store.all_or_nothing():
+            planned = _plan_import(store, keep, retired, skipped, provenance)
+            if not dry_run:
+                _write_import(store, planned)
+        if not dry_run and planned.records:
+            self._r.upkeep.poke()
+        return ImportResult(
+            source_path=str(source),
+            format=fmt,
+            total_records_in_file=parsed.total,
+            memories_imported=0 if dry_run else len(planned.records),
+            memories_skipped=len(duplicates),
+            versions_imported=0 if dry_run else len(planned.states),
+            relations_imported=0 if dry_run else len(planned.links),
+            memories_failed=failed,
+            validation_errors=[
+                ImportValidationError(row_number=p.row_number, field=p.field, error=p.error, value=p.value)
+                for p in problems[:MAX_REPORTED_PROBLEMS]
+            ],
+            namespace_override=namespace_override,
+            duration_seconds=round(time.perf_counter() - started, 4),
+            dry_run=dry_run,
+            imported_memories=[
+                ImportedMemoryPreview(id=r.id, content_preview=content_preview(r.content), namespace=r.namespace)
+                for r in ([] if dry_run else planned.records[:10])
+            ],
+            would_import=len(planned.records),
+            new_ids_assigned=planned.new_ids,
+        )
+
+    def _read_import_file(self, source_path, format, namespace_override, dedup_threshold):
+        """The arguments checked, the file found in an allowed directory, read and parsed."""
         s = self._settings
         if not isinstance(source_path, str) or not source_path.strip():
             raise ValidationError("source_path cannot be empty")
@@ -281,83 +369,21 @@ class PortabilityService(Service):
         source = paths.resolve_import_path(source_path, s.allowed_import_dirs)
         fmt = formats.format_for(source, format, for_export=False)
         data = paths.read_regular_file(source, source_path, int(s.max_import_file_mb * 1_048_576))
-        parsed = import_file.parse_file(data, fmt, max_records=s.max_import_records)
-        del data
-        store = self._r.store()
+        return source, fmt, import_file.parse_file(data, fmt, max_records=s.max_import_records)
+
+    def _checked_records(self, parsed, model_id: str, dim: int, namespace_override, regenerate_embeddings: bool):
+        """Every row checked field by field: the valid ones as candidates, the others as problems."""
         if not regenerate_embeddings and parsed.total:
-            _check_import_vectors(parsed, store.model_id, store.dim)
-        candidates, problems = import_records.check_rows(
+            _check_import_vectors(parsed, model_id, dim)
+        return import_records.check_rows(
             parsed,
-            s,
+            self._settings,
             namespace_override=namespace_override,
-            dim=None if regenerate_embeddings else store.dim,
+            dim=None if regenerate_embeddings else dim,
             need_vectors=not regenerate_embeddings,
         )
-        failed = len({p.row_number for p in problems})
-        if problems and validate and not dry_run:
-            listed = "; ".join(
-                f"row {p.row_number} {p.field}: {p.error}" + (f" (value: {p.value[:40]})" if p.value else "")
-                for p in problems[:5]
-            )
-            raise MemoryImportError(
-                f"{failed} of {parsed.total} records are invalid, nothing was imported. {listed}"
-                + (" ..." if len(problems) > 5 else "")
-                + ". Run with dry_run=true to list every problem, or validate=false to skip invalid records."
-            )
-        if regenerate_embeddings and candidates and (deduplicate or not dry_run):
-            vectors = self._r.embedder.embed_documents([c.content for c in candidates])
-            for candidate, vector in zip(candidates, vectors, strict=True):
-                candidate.vector = np.asarray(vector, dtype=np.float32)
-        retired = [c for c in candidates if c.retired is not None]
-        candidates = [c for c in candidates if c.retired is None]
-        duplicates: set[int] = set()
-        if deduplicate and candidates:
-            copies = near_copies(
-                store, [c.namespace for c in candidates], np.stack([c.vector for c in candidates]), dedup_threshold
-            )
-            duplicates = {i for i, copy in enumerate(copies) if copy is not None}
-        keep = [c for i, c in enumerate(candidates) if i not in duplicates]
-        # The id check and the write under the store lock: no other writer takes an id in between.
-        with contextlib.nullcontext() if dry_run else store.exclusive():
-            taken = _existing_ids(store, [c.id for c in (*keep, *retired) if c.id])
-            records, new_ids, given = _import_records(keep, taken, provenance or Provenance(via="import"))
-            skipped = {candidates[i].id for i in duplicates if candidates[i].id}
-            states = _retired_states(retired, given, skipped, taken)
-            links = _import_relations(store, keep, records, given, provenance or Provenance(via="import"))
-            if not dry_run and states:
-                # The history first: until the memories land, no memory's history counts these.
-                store.restore_history(states)
-            if not dry_run and links:
-                store.relate(links)  # shown only once both ends are current: after the add below
-            if not dry_run and records:
-                store.add(records)  # one commit: every record or none
-        if not dry_run and records:
-            self._r.upkeep.poke()
-        preview = [] if dry_run else records[:10]
-        return ImportResult(
-            source_path=str(source),
-            format=fmt,
-            total_records_in_file=parsed.total,
-            memories_imported=0 if dry_run else len(records),
-            memories_skipped=len(duplicates),
-            versions_imported=0 if dry_run else len(states),
-            relations_imported=0 if dry_run else len(links),
-            memories_failed=failed,
-            validation_errors=[
-                ImportValidationError(row_number=p.row_number, field=p.field, error=p.error, value=p.value)
-                for p in problems[:MAX_REPORTED_PROBLEMS]
-            ],
-            namespace_override=namespace_override,
-            duration_seconds=round(time.perf_counter() - started, 4),
-            dry_run=dry_run,
-            imported_memories=[
-                ImportedMemoryPreview(
-                    id=r.id,
-                    content_preview=content_preview(r.content),
-                    namespace=r.namespace,
-                )
-                for r in preview
-            ],
-            would_import=len(records),
-            new_ids_assigned=new_ids,
-        )
+
+    def _embed(self, candidates) -> None:
+        vectors = self._r.embedder.embed_documents([c.content for c in candidates])
+        for candidate, vector in zip(candidates, vectors, strict=True):
+            candidate.vector = np.asarray(vector, dtype=np.float32)

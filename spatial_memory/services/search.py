@@ -6,24 +6,25 @@ import dataclasses
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Unpack
 
 import numpy as np
 
 from .. import validation as check
-from ..algorithms.ranking import DEFAULT_PARAMS, TextFeatures
+from ..algorithms.ranking import DEFAULT_PARAMS, CandidateArrays, TextFeatures, query_features, rank
 from ..errors import MemoryNotFoundError, ValidationError
 from ..limits import MAX_CONTEXT, MAX_EXPAND
 from ..storage.candidates import Candidates
-from ..storage.filters import Filter, both, build_filter, session_windows
+from ..storage.filters import Filter, build_filter, session_windows
 from ..storage.records import MemoryRecord, ScoredMemory
 from .base import Service
 from .cache import VersionedCache
+from .expansion import EXPANSION, ExpansionParams, session_windows_of
+from .expansion import expand as expand_recall
 from .recall_filters import RecallFilters, as_of_moment, similarity_floor, store_filter
 from .results import (
-    ActivationStep,
     ContextMemory,
-    ExpandedMemory,
     HybridMemoryItem,
     HybridRecallResult,
     MemoryItem,
@@ -36,27 +37,6 @@ from .results import (
 NEIGHBOUR_RADIUS = 2
 # The hits of one recall whose pairs count as recalled together.
 CO_RECALL_TOP = 3
-
-
-@dataclass(frozen=True)
-class ExpansionParams:
-    """recall's spreading activation (expand): what spreads, how far, and what is kept."""
-
-    seeds: int = 5  # the top hits activation starts from (each at its similarity / the best one's)
-    hops: int = 2
-    decay: float = 0.5  # per hop
-    relation_weight: float = 1.0  # x the relation's own weight
-    co_recall_weight: float = 1.0  # x the link's strength (0-1)
-    conversation_weight: float = 0.6  # / the distance in turns
-    conversation_radius: int = 1
-    similar_weight: float = 0.0  # x cosine to the node; 0: off (it did not help on LoCoMo)
-    similar_k: int = 5
-    query_gate: float = 0.5  # activation x (1 - gate + gate x cosine to the query)
-    threshold: float = 0.05
-    max_candidates: int = 200
-
-
-EXPANSION = ExpansionParams()
 
 
 def search_depth(limit: int) -> int:
@@ -72,15 +52,6 @@ class RankedHit:
     vector_score: float | None  # the similarity, when the vector search returned the memory
     fts_score: float | None  # BM25 relative to the best keyword hit, when the keyword search returned it
     score: float  # what the hits are ordered by
-
-
-def _session_windows(records: list[MemoryRecord], radius: int) -> list[tuple[str, int, int]]:
-    """(session_id, low, high): the sequences within `radius` of each record placed in a session."""
-    return [
-        (c.session_id, c.sequence - radius, c.sequence + radius)
-        for r in records
-        if (c := r.conversation).session_id is not None and c.sequence is not None
-    ]
 
 
 class SearchService(Service):
@@ -135,31 +106,8 @@ class SearchService(Service):
         min_similarity = similarity_floor(where)
         store = self._r.store()
         if alpha >= 1.0:
-            query_vector = self.query_vector(query)
-            if as_of is not None:
-                found = store.as_of_search(query_vector, limit, flt, as_of)
-            else:
-                found = store.search(query_vector, limit, flt, min_similarity=min_similarity)
-            hits = [
-                RankedHit(h.record, h.similarity, h.similarity, None, h.similarity)
-                for h in found
-                if h.similarity >= min_similarity
-            ]
-            return hits, query_vector
-        depth = search_depth(limit)
-        keyword = self._keyword_search(store, query, 2 * depth, flt, store.version)
-        query_vector = self.query_vector(query)  # while the keyword search runs
-        by_vector = None
-        if alpha > 0.0 and as_of is not None:
-            # What was current then: current rows whose version existed, and retired states.
-            by_vector = Candidates.of_records(
-                [h.record for h in store.as_of_search(query_vector, depth, flt, as_of)], store.dim
-            )
-        elif alpha > 0.0:
-            by_vector = store.search_candidates(query_vector, depth, flt)
-        by_keyword, bm25_scores = keyword.result()
-        if store.fts_may_lag():  # keyword searches scan the rows outside the index: compact now
-            self._r.upkeep.poke()
+            return self._by_meaning(store, query, limit, flt, as_of, min_similarity)
+        query_vector, by_vector, by_keyword, bm25_scores = self._searches(store, query, limit, alpha, flt, as_of)
         by_neighbour = store.neighbour_candidates(by_keyword.windows(NEIGHBOUR_RADIUS), flt)
         candidates = Candidates.union([c for c in (by_vector, by_keyword, by_neighbour) if c is not None])
         if not len(candidates):
@@ -183,6 +131,41 @@ class SearchService(Service):
                 )
             )
         return hits, query_vector
+
+    def _by_meaning(
+        self, store, query: str, limit: int, flt: Filter | None, as_of: datetime | None, min_similarity: float
+    ) -> tuple[list[RankedHit], np.ndarray]:
+        """alpha 1.0: the nearest memories by cosine similarity, nothing else."""
+        query_vector = self.query_vector(query)
+        if as_of is not None:
+            found = store.as_of_search(query_vector, limit, flt, as_of)
+        else:
+            found = store.search(query_vector, limit, flt, min_similarity=min_similarity)
+        hits = [
+            RankedHit(h.record, h.similarity, h.similarity, None, h.similarity)
+            for h in found
+            if h.similarity >= min_similarity
+        ]
+        return hits, query_vector
+
+    def _searches(self, store, query: str, limit: int, alpha: float, flt: Filter | None, as_of: datetime | None):
+        """The query's vector and the two searches ranking fuses: by meaning (None at alpha 0.0) and by
+        keywords (candidates and their BM25 scores), `search_depth(limit)` deep each."""
+        depth = search_depth(limit)
+        keyword = self._keyword_search(store, query, 2 * depth, flt, store.version)
+        query_vector = self.query_vector(query)  # while the keyword search runs
+        by_vector = None
+        if alpha > 0.0 and as_of is not None:
+            # What was current then: current rows whose version existed, and retired states.
+            by_vector = Candidates.of_records(
+                [h.record for h in store.as_of_search(query_vector, depth, flt, as_of)], store.dim
+            )
+        elif alpha > 0.0:
+            by_vector = store.search_candidates(query_vector, depth, flt)
+        by_keyword, bm25_scores = keyword.result()
+        if store.fts_may_lag():  # keyword searches scan the rows outside the index: compact now
+            self._r.upkeep.poke()
+        return query_vector, by_vector, by_keyword, bm25_scores
 
     def query_vector(self, query: str) -> np.ndarray:
         check.query_text(query)
@@ -216,7 +199,7 @@ class SearchService(Service):
         """The best `limit` memories for the query, after the namespace's pinned memories (which
         come first, whatever the query; not with as_of, which shows the past as it was). With
         `expand`, up to that many more memories reached from the hits by spreading activation
-        (see `_expand`), in `expanded`."""
+        (services/expansion.py), in `expanded`."""
         if isinstance(context, bool) or not isinstance(context, int) or not 0 <= context <= MAX_CONTEXT:
             raise ValidationError(f"context must be an integer from 0 to {MAX_CONTEXT}")
         if isinstance(expand, bool) or not isinstance(expand, int) or not 0 <= expand <= MAX_EXPAND:
@@ -248,112 +231,17 @@ class SearchService(Service):
             seeds = [ScoredMemory(h.record, h.similarity) for h in hits[: (expansion or EXPANSION).seeds]]
             floor = min((h.similarity for h in seeds), default=1.0)
             seeds += [f for f in firsts if f.similarity >= floor]
-            expanded = self._expand(
-                query_vector, seeds, {h.record.id for h in shown}, flt, expand, expansion or EXPANSION
+            expanded = expand_recall(
+                self._r.store(), query_vector, seeds, {h.record.id for h in shown}, flt, expand, expansion or EXPANSION
             )
         return RecallResult(memories=items, total=len(items), expanded=expanded)
-
-    def _expand(
-        self,
-        query_vector: np.ndarray,
-        seeds_hits: list[ScoredMemory],
-        shown: set[str],
-        flt: Filter,
-        count: int,
-        p: ExpansionParams,
-    ) -> list[ExpandedMemory]:
-        """Spreading activation from the top hits over relations (both ways), co-recall links and
-        conversation neighbours; a reached memory's activation is weighed by its similarity to the
-        query (p.query_gate) and the `count` strongest above p.threshold are returned."""
-        from ..algorithms.activation import spread
-
-        if not seeds_hits:
-            return []
-        store = self._r.store()
-        top = max(h.similarity for h in seeds_hits) or 1.0
-        seeds = {h.record.id: h.similarity / top for h in seeds_hits}
-        known: dict[str, MemoryRecord] = {h.record.id: h.record for h in seeds_hits}
-        graph = store.relation_graph()
-
-        def edges_of(ids: list[str]):
-            for r in graph.of(ids):
-                yield r.source_id, r.target_id, r.weight * p.relation_weight, f"relation:{r.relation}"
-                yield r.target_id, r.source_id, r.weight * p.relation_weight, f"relation:{r.relation} (reverse)"
-            if p.co_recall_weight > 0:
-                for a, b, strength in store.co_recall_links(ids):
-                    yield a, b, strength * p.co_recall_weight, "co_recall"
-                    yield b, a, strength * p.co_recall_weight, "co_recall"
-            if p.conversation_weight > 0:
-                missing = [i for i in ids if i not in known]
-                known.update({r.id: r for r in store.get_many(missing)} if missing else {})
-                placed = [known[i] for i in ids if i in known]
-                windows = _session_windows(placed, p.conversation_radius)
-                if windows:
-                    around = store.neighbours(windows, flt)
-                    for r in around:
-                        known.setdefault(r.id, r)
-                    by_session: dict[str, list[MemoryRecord]] = {}
-                    for r in around:
-                        by_session.setdefault(r.conversation.session_id, []).append(r)
-                    for record in placed:
-                        c = record.conversation
-                        for n in by_session.get(c.session_id, ()):
-                            gap = abs(n.conversation.sequence - c.sequence)
-                            if 0 < gap <= p.conversation_radius:
-                                yield record.id, n.id, p.conversation_weight / gap, "conversation"
-            if p.similar_weight > 0:
-                # Off by default (measured: benchmarks/expansion_locomo.py): the memories nearest to
-                # the query moved towards each node, a second hop by meaning.
-                for memory_id in ids:
-                    record = known.get(memory_id)
-                    if record is None or record.vector is None:
-                        found = store.get_many([memory_id], with_vectors=True)
-                        if not found:
-                            continue
-                        record = known[memory_id] = found[0]
-                    toward = query_vector + np.asarray(record.vector, dtype=np.float32)
-                    toward /= np.linalg.norm(toward) or 1.0
-                    for hit in store.search(toward, p.similar_k + 1, flt, with_vectors=True):
-                        if hit.record.id != memory_id:
-                            known.setdefault(hit.record.id, hit.record)
-                            near = float(np.dot(hit.record.vector, record.vector))
-                            yield memory_id, hit.record.id, max(near, 0.0) * p.similar_weight, "similar"
-
-        reached = spread(seeds, edges_of, hops=p.hops, decay=p.decay)
-        candidates = [i for i in reached if i not in shown][: p.max_candidates]
-        if not candidates:
-            return []
-        records = {r.id: r for r in store.scan(both(flt, build_filter(ids=candidates)), with_vectors=True)}
-        found: list[ExpandedMemory] = []
-        for memory_id in candidates:
-            record = records.get(memory_id)
-            if record is None:  # outside the recall's namespace or filters, or gone
-                continue
-            similarity = float(np.clip(np.dot(record.vector, query_vector), 0.0, 1.0))
-            node = reached[memory_id]
-            weighed = node.activation * (1.0 - p.query_gate + p.query_gate * similarity)
-            if weighed < p.threshold:
-                continue
-            record.vector = None
-            found.append(
-                ExpandedMemory(
-                    id=record.id,
-                    content=record.content,
-                    namespace=record.namespace,
-                    similarity=round(similarity, 6),
-                    activation=round(weighed, 6),
-                    path=[ActivationStep(from_id=a, via=kind) for a, kind in node.path],
-                )
-            )
-        found.sort(key=lambda m: -m.activation)
-        return found[:count]
 
     def _attach_context(
         self, items: list[MemoryItem], records: list[MemoryRecord], radius: int, namespace: str | None
     ) -> None:
         """Each hit's neighbours in its session (up to `radius` before and after), in order, marked by
         their offset from the hit."""
-        windows = _session_windows(records, radius)
+        windows = session_windows_of(records, radius)
         if not windows:
             return
         by_session: dict[str, list[MemoryRecord]] = {}
@@ -410,8 +298,6 @@ def _rank(
     text_features: TextFeatures,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(order, scores, cosine similarities) of the candidates by `algorithms.ranking.rank`."""
-    from ..algorithms.ranking import CandidateArrays, query_features, rank
-
     similarity = np.clip(candidates.vectors @ query_vector, 0.0, 1.0)
     words, question, time_ref, stated_at = text_features.of(candidates.content)
     arrays = CandidateArrays.build(

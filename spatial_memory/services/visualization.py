@@ -11,7 +11,7 @@ from ..errors import InsufficientMemoriesError, MemoryNotFoundError, Visualizati
 from ..runtime.resources import Resources
 from ..storage.filters import build_filter
 from ..storage.records import MemoryRecord
-from ..text import render
+from . import render
 from .cache import VersionedCache
 from .results import VisualCluster, VisualEdge, VisualizeResult, VisualNode
 

@@ -50,6 +50,8 @@ class VocabularyService(Service):
 
 def _ranked_names(store, kind: NameKind, within: frozenset[str] | None) -> tuple[str, ...]:
     """Distinct names, the most memories first, then alphabetically."""
+    # Not at the top: pyarrow.compute loads with the heavy imports before the first call
+    # (runtime/imports.py), not while the App is built at start-up.
     import pyarrow as pa
     import pyarrow.compute as pc
 

@@ -251,6 +251,9 @@ class ConfinedStore:
     def exclusive(self) -> Iterator[None]:
         return self._store.exclusive()
 
+    def all_or_nothing(self) -> Iterator[None]:
+        return self._store.all_or_nothing()
+
     def _writable_ids(self, ids: Iterable[str]) -> list[str]:
         """The ids of writable memories among these; a readable one that is not writable refuses."""
         owners = self._owners([i for i in dict.fromkeys(ids) if isinstance(i, str)])

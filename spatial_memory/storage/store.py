@@ -64,9 +64,10 @@ from .maintenance import Maintenance
 from .readonly import ReadOnlyLock, read_only_message, read_only_reason
 from .records import ContentMatch, MemoryRecord, ScoredMemory, is_uuid, utc_now
 from .recovery import Damage, open_last_good
-from .relations import Relations
+from .relations import RELATIONS_TABLE, Relations
 from .schema import (
     ADDED_COLUMNS,
+    HISTORY_TABLE,
     MODEL_KEY,
     SUMMARY_COLUMNS,
     TABLE_NAME,
@@ -612,6 +613,24 @@ class MemoryStore(
         other write - another thread's or another process's - lands between the read and the write."""
         with self._write_lock:
             yield
+
+    @contextmanager
+    def all_or_nothing(self) -> Iterator[None]:
+        """Hold the write lock across writes to several tables, the memories table's commit last:
+        if anything inside fails, the side tables (history, relations) are restored to the versions
+        they had on entry, so the failed writes leave nothing behind (import_memories)."""
+        with self._write_lock:
+            names = (HISTORY_TABLE, RELATIONS_TABLE)
+            tables = {name: self._side_table(name, None, create=False) for name in names}
+            entry = {name: (table.version if table is not None else None) for name, table in tables.items()}
+            try:
+                yield
+            except BaseException:
+                for name in names:
+                    table = self._side_table(name, None, create=False)
+                    if table is not None and table.version != (entry[name] or 1):
+                        table.restore(entry[name] or 1)  # created inside: back to its empty first version
+                raise
 
     def _commit(
         self,

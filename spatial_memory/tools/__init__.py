@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..tool_profiles import selected_names
+from . import capture, connections, lifecycle, memory, namespaces, portability, search, spatial
+from .registry import build, read_only_names
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver.tools import Tool
@@ -21,9 +23,6 @@ if TYPE_CHECKING:
 
 def build_tools(settings: Settings) -> list[Tool]:
     """The tools a server with these settings lists (SPATIAL_MEMORY_TOOLS), in the order clients list them."""
-    from . import capture, connections, lifecycle, memory, namespaces, portability, search, spatial
-    from .registry import build, read_only_names
-
     areas = (memory, search, spatial, lifecycle, namespaces, portability, connections, capture)
     tools = [build(fn, settings) for area in areas for fn in area.TOOLS]
     wanted = selected_names(settings.tools.split(","), read_only_names(tools))

@@ -22,6 +22,7 @@ from mcp.types import CallToolResult, EmbeddedResource, TextContent, TextResourc
 from ..auth.principal import current_scope
 from ..errors import InternalError, ResultTooLargeError, SpatialMemoryError, ValidationError
 from ..runtime.imports import import_heavy_modules
+from ..storage.records import Provenance
 from ..transport.cancellation import request_scope
 
 if TYPE_CHECKING:
@@ -38,8 +39,6 @@ if TYPE_CHECKING:
     from ..services.search import SearchService
     from ..services.spatial import SpatialService
     from ..services.visualization import VisualizationService
-    from ..storage.records import Provenance
-
 log = logging.getLogger("spatial_memory.tools")
 
 
@@ -73,8 +72,6 @@ CHANGING = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempote
 def provenance(ctx: Context, via: str) -> Provenance:
     """Who is writing: the tool (`via`) and the MCP client, by the name and version it gave in
     `initialize` (absent when the client gave none)."""
-    from ..storage.records import Provenance
-
     info = None
     try:
         params = ctx.session.client_params

@@ -8,6 +8,8 @@ from typing import Annotated, Literal
 from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 
+from ..capture.setup import plan
+from ..config import default_data_dir
 from ..services.results import SetupHooksResult
 from .calls import READ_ONLY, Services, call
 from .registry import tool
@@ -25,9 +27,6 @@ async def setup_hooks(
 
 
 def _setup(app: Services, client: str, scope: str) -> SetupHooksResult:
-    from ..capture.setup import plan
-    from ..config import default_data_dir
-
     settings = app.resources.settings
     store = None if settings.path == default_data_dir().expanduser().resolve() else settings.path
     # The server does not know the user's project: project paths stay relative to its root.

@@ -14,6 +14,7 @@ nothing changes: the SDK answers, and the answer is recorded for the next start.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import logging
 import os
@@ -23,6 +24,8 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from ..limits import SCHEMA_SETTINGS
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -56,8 +59,6 @@ def fingerprint(settings: Settings) -> str:
     """This build's code, the installed SDK, the Python version and the settings the answers
     depend on (the limits in the tool schemas: tests/test_handshake.py checks that no other
     setting changes an answer)."""
-    from ..limits import SCHEMA_SETTINGS
-
     digest = hashlib.sha256(sys.version.encode())
     digest.update(json.dumps({name: getattr(settings, name) for name in SCHEMA_SETTINGS}, sort_keys=True).encode())
     for path in fingerprint_sources():
@@ -72,8 +73,6 @@ def fingerprint(settings: Settings) -> str:
 def fingerprint_sources() -> list[Path]:
     """The files whose change invalidates cached answers: the SDK's packages and every module of
     this package (subpackages included, so a moved or renamed module counts too)."""
-    import importlib.util
-
     sources = []
     for name in ("mcp", "mcp_types"):
         try:

@@ -103,7 +103,7 @@ class PipeWriter:
 
 def _claim(fd: int, diversion: int) -> int:
     """A private duplicate of fd (the wire); fd itself now points at `diversion`."""
-    import fcntl
+    import fcntl  # POSIX only: the pipes are claimed so only where fcntl exists
 
     private = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
     os.dup2(diversion, fd)

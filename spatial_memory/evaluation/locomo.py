@@ -1,18 +1,33 @@
-"""LoCoMo (dev split) loading and retrieval metrics, following ../shared/eval/README.md.
+"""LoCoMo (dev split) loading and retrieval metrics, following the evaluation data's README.
 
-The data stays in shared/eval: pass its path; nothing is copied into the project.
+The data is not part of the project and is never copied into it: it is found in the directory
+SPATIAL_MEMORY_EVAL_DIR names (default: shared/eval beside the checkout, i.e. ../shared/eval).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
-DEFAULT_PATH = Path(__file__).resolve().parents[2] / "shared" / "eval" / "locomo-dev.json"
+import numpy as np
+
+EVAL_DIR_VARIABLE = "SPATIAL_MEMORY_EVAL_DIR"
+CHECKOUT = Path(__file__).resolve().parents[2]
+
+
+def eval_dir() -> Path:
+    """The directory holding the evaluation data: $SPATIAL_MEMORY_EVAL_DIR, else ../shared/eval."""
+    configured = os.environ.get(EVAL_DIR_VARIABLE)
+    return Path(configured).expanduser() if configured else CHECKOUT.parent / "shared" / "eval"
+
+
+DEFAULT_PATH = eval_dir() / "locomo-dev.json"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 _DIA_ID = re.compile(r"D(\d+):(\d+)")
 
@@ -40,8 +55,6 @@ class Turn:
 
 def session_time(text: str) -> str:
     """LoCoMo's session date_time ("1:56 pm on 8 May, 2023") as ISO 8601 ("2023-05-08T13:56:00Z")."""
-    from datetime import datetime
-
     return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").strftime("%Y-%m-%dT%H:%M:00Z")
 
 
@@ -123,3 +136,18 @@ def score(ranked: Sequence[str], relevant: Sequence[str]) -> dict[str, float]:
         "ndcg@10": ndcg_at(ranked, relevant, 10),
         "mrr@10": mrr_at(ranked, relevant, 10),
     }
+
+
+KEYS = ("recall@10", "ndcg@10")
+MAIN_CATEGORIES = (1, 2, 3, 4)
+
+
+def summarize(scores: dict[int, list[dict[str, float]]]) -> dict[str, dict[str, float]]:
+    """Mean metrics per category name, plus 'categories 1-4' over the main categories."""
+    out: dict[str, dict[str, float]] = {}
+    main = [s for cat in MAIN_CATEGORIES for s in scores.get(cat, [])]
+    groups = {"categories 1-4": main, **{CATEGORIES[c]: scores[c] for c in sorted(scores)}}
+    for name, group in groups.items():
+        if group:
+            out[name] = {k: float(np.mean([s[k] for s in group])) for k in KEYS} | {"queries": len(group)}
+    return out

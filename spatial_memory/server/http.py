@@ -15,7 +15,10 @@ import logging
 import signal
 import sys
 
+from ..auth.setup import authorization
 from ..config import Settings
+from ..errors import ConfigurationError
+from .app import create_server
 
 log = logging.getLogger(__name__)
 
@@ -36,16 +39,13 @@ def refusal(settings: Settings) -> str | None:
     if not is_loopback(settings.host) and not settings.authorization_configured:
         return (
             f"refusing to listen on {settings.host} without authorization: set SPATIAL_MEMORY_TOKENS_FILE "
-            "or SPATIAL_MEMORY_OAUTH_ISSUER (see the README's Team server), or use --host 127.0.0.1"
+            "or SPATIAL_MEMORY_OAUTH_ISSUER (see docs/TEAM.md), or use --host 127.0.0.1"
         )
     return None
 
 
 def build_app(settings: Settings, **server_options):
     """The Starlette app serving MCP at /mcp (plus the OAuth metadata routes when configured)."""
-    from ..auth.setup import authorization
-    from ..server.app import create_server
-
     verifier, auth = authorization(settings)
     server = create_server(settings, auth=auth, token_verifier=verifier, **server_options)
     app = server.streamable_http_app(
@@ -67,9 +67,7 @@ def serve_http(settings: Settings, **server_options) -> None:
     if problem is not None:
         sys.stderr.write(f"spatial-memory-mcp: {problem}\n")
         raise SystemExit(2)
-    import uvicorn
-
-    from ..errors import ConfigurationError
+    import uvicorn  # only to serve: build_app (tests, another ASGI host) does without it
 
     try:
         app = build_app(settings, **server_options)

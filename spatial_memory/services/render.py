@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 from xml.sax.saxutils import escape, quoteattr
 
-from ..services.results import VisualCluster, VisualEdge, VisualNode
+from .results import VisualCluster, VisualEdge, VisualNode
 
 PALETTE = [
     "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2",
