@@ -44,9 +44,9 @@ def _post(url: str, token: str, operation: str) -> tuple[float, dict]:
 
 
 def _add_one(store: Path, n: int) -> str:
+    from spatial_memory.app import App
     from spatial_memory.config import Settings
     from spatial_memory.runtime.resources import Resources
-    from spatial_memory.app import App
     from spatial_memory.storage.records import NewMemory
 
     resources = Resources(Settings(path=store, preload=False), None, None)
@@ -116,9 +116,9 @@ def _round(store: Path, node, chromium: str, n: int) -> dict:
 
 
 def _full_layout_s(store: Path) -> float:
+    from spatial_memory.app import App
     from spatial_memory.config import Settings
     from spatial_memory.runtime.resources import Resources
-    from spatial_memory.app import App
 
     resources = Resources(Settings(path=store, preload=False), None, None)
     try:

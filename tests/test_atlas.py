@@ -165,9 +165,9 @@ def test_truncation_cuts_at_word_boundaries():
 
 
 def _app(tmp_path, embedder):
+    from spatial_memory.app import App
     from spatial_memory.config import Settings
     from spatial_memory.runtime.resources import Resources
-    from spatial_memory.app import App
 
     return App(Resources(Settings(path=tmp_path / "store", preload=False), embedder, None))
 

@@ -126,8 +126,8 @@ def local_app(settings: Any, *, token: str, port: int, embedder: Any = None) -> 
     from starlette.responses import HTMLResponse
     from starlette.routing import Route
 
-    from ..runtime.resources import Resources
     from ..app import App
+    from ..runtime.resources import Resources
 
     state: dict[str, Any] = {"mapped": threading.Event()}
 
