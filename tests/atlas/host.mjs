@@ -88,6 +88,7 @@ try {
 
   for (const theme of ["light", "dark"]) {
     const page = await browser.newPage({ viewport: { width: 1360, height: 820 } });
+    page.setDefaultTimeout(90000); // a shared, loaded CI host: waits are for the app, not a race
     page.on("pageerror", (e) => out.errors.push(String(e)));
     page.on("console", (m) => m.type() === "error" && out.errors.push(m.text()));
     await page.exposeFunction("hostData", () => ({ html: resource.text, input, result: visualized, theme }));

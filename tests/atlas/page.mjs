@@ -13,6 +13,7 @@ const browser = await chromium.launch({ executablePath: cfg.chromium, headless: 
 try {
   const context = await browser.newContext({ viewport: { width: 1360, height: 820 }, colorScheme: "light" });
   const page = await context.newPage();
+  page.setDefaultTimeout(90000); // a shared, loaded CI host: waits are for the app, not a race
   page.on("pageerror", (e) => out.errors.push(String(e)));
   page.on("console", (m) => m.type() === "error" && out.errors.push(m.text()));
   await page.goto(cfg.url);
