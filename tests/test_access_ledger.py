@@ -3,7 +3,7 @@
 The ledger is this file's subject. What a caller sees - counts on every read, no new table
 version - goes through the store's public methods; whether an entry sits in the ledger (or was
 folded out of it, or retired) is not visible there, since reads merge the ledger into the rows,
-so those checks look at the store's ledger itself (`store._ledger`)."""
+so those checks look at the store's ledger itself (`store.ledger`)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import lancedb
 import numpy as np
 import pytest
 
-from spatial_memory.storage import access_ledger as ledger_module
+from spatial_memory.storage import access_counts
 from spatial_memory.storage.access_ledger import LEDGER_TABLE
 from spatial_memory.storage.filters import build_filter
 from spatial_memory.storage.indexing import IndexPolicy
@@ -66,7 +66,7 @@ def test_accesses_leave_the_indexed_table_untouched_and_show_on_every_read(index
     store.record_access({rows[0].id: 2, rows[1].id: 1}, when=WHEN)
     store.record_access({rows[0].id: 1}, when=WHEN + timedelta(seconds=5))
     assert store.version == version  # no memory row was rewritten
-    assert len(store._ledger) == 2
+    assert len(store.ledger) == 2
 
     first = store.get(rows[0].id)
     assert (first.access_count, first.last_accessed) == (3, WHEN + timedelta(seconds=5))
@@ -93,7 +93,7 @@ def test_a_filter_on_access_columns_sees_the_ledger(indexed):
     assert store.count(busy) == 1
     assert [r.id for r in store.scan(busy)] == [rows[0].id]
     # Folded: the rows now carry the counts themselves and the ledger is empty.
-    assert len(store._ledger) == 0
+    assert len(store.ledger) == 0
     assert store.get(rows[0].id).access_count == 4
     recent = build_filter(filters={"last_accessed": {"gte": WHEN.isoformat()}})
     assert {r.id for r in store.scan(recent)} == {rows[0].id, rows[1].id}
@@ -104,10 +104,10 @@ def test_rewriting_or_deleting_a_row_retires_its_ledger_entry(indexed):
     store.record_access({rows[0].id: 2, rows[1].id: 3, rows[2].id: 1}, when=WHEN)
     read = store.get(rows[0].id, with_vector=True)
     store.upsert([replace(read, importance=0.9)])  # read with its ledger values, written whole
-    assert rows[0].id not in store._ledger.entries()
+    assert rows[0].id not in store.ledger.entries()
     assert store.get(rows[0].id).access_count == 2
     store.delete_ids([rows[1].id])
-    assert set(store._ledger.entries()) == {rows[2].id}
+    assert set(store.ledger.entries()) == {rows[2].id}
     # A record written from outside (an import) keeps its own count.
     outside = replace(rows[2], access_count=10)
     store.upsert([outside])
@@ -125,17 +125,17 @@ def test_another_process_sees_and_adds_to_the_ledger(indexed, tmp_path):
     assert store.get(rows[0].id).access_count == 7
     assert store.get(rows[3].id).access_count == 1
     store.upsert([replace(store.get(rows[3].id, with_vector=True), importance=0.1)])
-    assert rows[3].id not in other._ledger.entries()
+    assert rows[3].id not in other.ledger.entries()
 
 
 def test_ledger_is_folded_into_the_rows_past_its_share_of_the_table(indexed, monkeypatch):
     store, rows = indexed
-    monkeypatch.setattr(ledger_module, "FOLD_FRACTION", 0.01)  # 12 of 1,200 rows
+    monkeypatch.setattr(access_counts, "FOLD_FRACTION", 0.01)  # 12 of 1,200 rows
     store.record_access({r.id: 1 for r in rows[:10]}, when=WHEN)
-    assert len(store._ledger) == 10
+    assert len(store.ledger) == 10
     version = store.version
     store.record_access({r.id: 2 for r in rows[5:15]}, when=WHEN)
-    assert len(store._ledger) == 0 and store.version == version + 1  # one commit for the fold
+    assert len(store.ledger) == 0 and store.version == version + 1  # one commit for the fold
     assert store.needs_compaction()  # which rewrites the fragments the fold punched holes in
     counts = {r.id: r.access_count for r in store.get_many([r.id for r in rows[:16]])}
     assert [counts[r.id] for r in rows[:16]] == [1] * 5 + [3] * 5 + [2] * 5 + [0]
@@ -148,13 +148,13 @@ def test_fold_is_idempotent_when_clearing_the_ledger_fails(indexed, monkeypatch)
     def broken(ids):
         raise OSError("disk full")
 
-    monkeypatch.setattr(store._ledger, "drop", broken)
-    store.fold_accesses()  # the row got the count; the ledger entry stayed behind
+    monkeypatch.setattr(store.ledger, "drop", broken)
+    store.accesses.fold()  # the row got the count; the ledger entry stayed behind
     monkeypatch.undo()
     assert store.get(rows[0].id).access_count == 2
-    store.fold_accesses()
+    store.accesses.fold()
     assert store.get(rows[0].id).access_count == 2  # absolute values: folding twice adds nothing
-    assert len(store._ledger) == 0
+    assert len(store.ledger) == 0
 
 
 def test_small_tables_write_counts_into_rows_and_fold_a_leftover_ledger(tmp_path):
@@ -168,10 +168,10 @@ def test_small_tables_write_counts_into_rows_and_fold_a_leftover_ledger(tmp_path
     with store.exclusive():
         from spatial_memory.storage.access_ledger import Access
 
-        store._ledger.write({rows[1].id: Access(6, WHEN)})
+        store.ledger.write({rows[1].id: Access(6, WHEN)})
     assert store.get(rows[1].id).access_count == 6
     store.record_access({rows[1].id: 1, rows[0].id: 1}, when=WHEN)
-    assert len(store._ledger) == 0
+    assert len(store.ledger) == 0
     assert [r.access_count for r in store.get_many([rows[0].id, rows[1].id])] == [2, 7]
 
 
@@ -179,8 +179,8 @@ def test_ledger_stays_small_on_disk(indexed):
     store, rows = indexed
     for i in range(30):
         store.record_access({rows[i].id: 1}, when=WHEN)
-    assert store._ledger._writes < 30  # optimized along the way (its count of writes since the last tidy)
-    assert len(store._ledger) == 30
+    assert store.ledger.writes_since_optimize < 30  # optimized along the way (its count of writes since the last tidy)
+    assert len(store.ledger) == 30
     assert sum(r.access_count for r in store.get_many([r.id for r in rows[:30]])) == 30
 
 

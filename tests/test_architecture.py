@@ -15,10 +15,11 @@ PACKAGE = Path(__file__).resolve().parents[1] / "spatial_memory"
 # units of strictly lower layers, nothing else. A unit is a package, a module, or a module of a
 # package whose parts live on different floors (the longest matching prefix names a module's unit).
 LAYERS: tuple[tuple[str, ...], ...] = (
-    # pure: numpy and the standard library only
-    ("algorithms", "errors", "limits", "tool_profiles", ""),
-    # pure text rules; process primitives: heavy imports, BLAS threads, the heap, exiting, cancellation
-    ("text", "runtime.imports", "runtime.blas", "runtime.heap", "runtime.shutdown", "transport.cancellation"),
+    # pure: numpy and the standard library only; the lancedb import without its REST client, and
+    # the exact search's one BLAS thread (storage's primitives: they import nothing of ours)
+    ("algorithms", "errors", "limits", "tool_profiles", "storage.lancedb_import", "storage.blas", ""),
+    # pure text rules; process primitives: heavy imports, the heap, exiting, cancellation
+    ("text", "runtime.imports", "runtime.heap", "runtime.shutdown", "transport.cancellation", "transport.progress"),
     ("config",),
     # docs/SETTINGS.md, generated from config.py's field descriptions
     ("settings_doc",),
@@ -41,7 +42,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 )
 
 # Units that may import nothing of ours at all (the root package is only its version string).
-LEAVES = {"algorithms", "errors", "limits", "tool_profiles", ""}
+LEAVES = {"algorithms", "errors", "limits", "tool_profiles", "storage.lancedb_import", "storage.blas", ""}
 
 
 def module_name(path: Path) -> str:

@@ -1,4 +1,4 @@
-"""runtime.blas.OneBlasThread: one BLAS thread inside its blocks (nested and on several threads), the
+"""storage.blas.OneBlasThread: one BLAS thread inside its blocks (nested and on several threads), the
 threads as they were after the last block, and the exact search's product unchanged bit for bit."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import threading
 import numpy as np
 import pytest
 
-from spatial_memory.runtime.blas import OneBlasThread
+from spatial_memory.storage.blas import OneBlasThread
 
 threadpoolctl = pytest.importorskip("threadpoolctl")
 

@@ -2,7 +2,7 @@
 every kind of write, compaction, and writes by another process on the same store.
 
 The exact copy is this file's subject, so besides the store's public searches it looks at the
-copy itself (`store._exact`, `_exact_snapshot`, `_fetch_rows`): whether there is one, which row
+copy itself (`store.exact`: its `index`, `snapshot()`, `fetch_rows`): whether there is one, which row
 addresses it still has to resolve, whether it was reloaded. Nothing public reports those. The
 reference answers come from LanceDB on a connection of their own, not through the store."""
 
@@ -67,7 +67,7 @@ def assert_same(store: MemoryStore, path: Path, rng: np.random.Generator, namesp
         ]
         for hits, expected_hits in zip(together, alone, strict=True):  # float32 sums in another order
             assert [m.similarity for m in hits] == pytest.approx([h.similarity for h in expected_hits], abs=1e-6)
-    assert store._exact.has_copy()
+    assert store.exact.index.has_copy()
 
 
 def test_top_matches_numpy_and_breaks_ties_by_row():
@@ -125,9 +125,9 @@ def test_commits_by_this_process_keep_the_copy_exact(tmp_path):
         assert_same(store, tmp_path / "db", rng, namespaces)
     assert store.version > version
     # Every kept record is what LanceDB holds now (access counts, rewritten content).
-    snap = store._exact_snapshot()
+    snap = store.exact.snapshot()
     rows = [snap.positions[r.id] for r in live]
-    from_copy = {r.id: r for r in store._fetch_rows(snap, rows, with_vectors=False)}
+    from_copy = {r.id: r for r in store.exact.fetch_rows(snap, rows, with_vectors=False)}
     for r in live:
         got = from_copy[r.id]
         assert (got.content, got.namespace, got.access_count, got.last_accessed) == (
@@ -145,7 +145,7 @@ def test_own_commits_move_the_copy_without_a_reload(tmp_path, monkeypatch):
     store = MemoryStore(tmp_path / "db", "m", DIM, compact_fragment_threshold=1000)
     store.add([record(rng, "a") for _ in range(20)])
     store.search(record(rng).vector, 3)
-    assert store._exact.current(store.version) is not None
+    assert store.exact.index.current(store.version) is not None
     live = store.scan()
     rewritten = record(rng, "b", content="rewritten")
     rewritten.id = live[0].id
@@ -157,14 +157,14 @@ def test_own_commits_move_the_copy_without_a_reload(tmp_path, monkeypatch):
         lambda: store.delete_ids([live[1].id]),
     ):
         write()
-        assert store._exact.current(store.version) is not None
+        assert store.exact.index.current(store.version) is not None
     # The rows it wrote are held as committed: no LanceDB read to return them.
-    snap = store._exact_snapshot()
+    snap = store.exact.snapshot()
     rows = [snap.positions[i] for i in (*(r.id for r in added), rewritten.id)]
     assert snap.current_summary[rows].all()
-    monkeypatch.setattr(store, "_scan", lambda *a, **k: pytest.fail("read from LanceDB"))
-    monkeypatch.setattr(store._table, "take_row_ids", lambda *a, **k: pytest.fail("read from LanceDB"))
-    fetched = store._fetch_rows(snap, rows, with_vectors=True)
+    monkeypatch.setattr(store.table, "scan", lambda *a, **k: pytest.fail("read from LanceDB"))
+    monkeypatch.setattr(store.table.handle, "take_row_ids", lambda *a, **k: pytest.fail("read from LanceDB"))
+    fetched = store.exact.fetch_rows(snap, rows, with_vectors=True)
     assert [(r.id, r.content, r.namespace) for r in fetched] == [
         *((r.id, r.content, r.namespace) for r in added),
         (rewritten.id, "rewritten", "b"),
@@ -216,7 +216,7 @@ def test_gets_and_vectors_come_back_current(tmp_path):
     hit.record.content = "changed by a caller"  # callers get copies
     assert store.get(records[0].id).content == records[0].content
     store.refresh_exact()  # upkeep looks up the new row address
-    assert store._exact.unresolved(store._exact_snapshot()) == []
+    assert store.exact.index.unresolved(store.exact.snapshot()) == []
     assert store.get(records[0].id).access_count == 3
 
 
@@ -229,7 +229,7 @@ def test_rows_this_process_writes_need_no_address_lookup(tmp_path):
     store.search(record(rng).vector, 3)  # loads the copy
     written = [record(rng, content=f"written later {i}") for i in range(5)]
     store.add(written)
-    assert store._exact.unresolved(store._exact_snapshot()) == []
+    assert store.exact.index.unresolved(store.exact.snapshot()) == []
     hit = store.search(written[2].vector, 1)[0]
     assert (hit.record.id, hit.record.content) == (written[2].id, "written later 2")
 
@@ -244,7 +244,7 @@ def test_big_tables_skip_the_copy(tmp_path):
     assert [h.record.id for h in store.search(query, 5)] == [i for i, _ in expected]
     assert store.closest_contents(np.stack([query]), 5, exact_only=True) is None  # no copy to answer
     assert [m.id for m in store.closest_contents(np.stack([query]), 5)[0]] == [i for i, _ in expected]
-    assert not store._exact.has_copy()
+    assert not store.exact.index.has_copy()
 
 
 def test_compaction_keeps_the_copy_and_upkeep_finds_rewritten_rows(tmp_path, monkeypatch):
@@ -256,20 +256,20 @@ def test_compaction_keeps_the_copy_and_upkeep_finds_rewritten_rows(tmp_path, mon
     store.record_access({live[0].id: 4})
     assert_same(store, tmp_path / "db", rng, ["a", "b"])
     loads = []
-    original_load = store._exact.load
-    monkeypatch.setattr(store._exact, "load", lambda *a, **k: loads.append(1) or original_load(*a, **k))
+    original_load = store.exact.index.load
+    monkeypatch.setattr(store.exact.index, "load", lambda *a, **k: loads.append(1) or original_load(*a, **k))
     before = store.version
     store.compact()
     assert store.version != before
     assert_same(store, tmp_path / "db", rng, ["a", "b"])  # answered from the copy, rebased to the new version
     assert loads == []  # no reload of every row on the request path
-    snap = store._exact_snapshot()
+    snap = store.exact.snapshot()
     # Every row's columns are in the copy: no read needs the addresses the compaction moved.
-    assert store._exact.unresolved(snap) == []
+    assert store.exact.index.unresolved(snap) == []
     store.record_access({live[1].id: 2})  # a rewrite after the compaction: LanceDB holds its columns
-    assert store._exact.unresolved(store._exact_snapshot()) == [live[1].id]
+    assert store.exact.index.unresolved(store.exact.snapshot()) == [live[1].id]
     store.refresh_exact()  # upkeep looks up its new address
-    assert store._exact.unresolved(store._exact_snapshot()) == []
+    assert store.exact.index.unresolved(store.exact.snapshot()) == []
     assert store.get(live[1].id).access_count == 2
     assert store.get(live[0].id).access_count == 4
     assert_same(store, tmp_path / "db", rng, ["a", "b"])
@@ -279,20 +279,20 @@ def test_compaction_keeps_the_copy_and_upkeep_finds_rewritten_rows(tmp_path, mon
 def test_rows_rewritten_in_bulk_are_read_at_their_looked_up_addresses(tmp_path, monkeypatch):
     """Past RESOLVE_BY_ID_MAX rewritten rows, upkeep looks up their addresses with one scan of the id
     column (keeping no record), and reads then take the rows at those addresses."""
-    import spatial_memory.storage.exact_index as exact_index
+    import spatial_memory.storage.exact_search as exact_search
 
     rng = np.random.default_rng(11)
     store = MemoryStore(tmp_path / "db", "m", DIM)
-    records = [record(rng, content=f"note {i}") for i in range(exact_index.RESOLVE_BY_ID_MAX + 76)]
+    records = [record(rng, content=f"note {i}") for i in range(exact_search.RESOLVE_BY_ID_MAX + 76)]
     store.add(records)
     store.search(records[0].vector, 3)  # loads the copy
     store.record_access({r.id: 1 + i % 3 for i, r in enumerate(records)})  # LanceDB rewrites every row
     store.refresh_exact()
-    assert store._exact.unresolved(store._exact_snapshot()) == []
+    assert store.exact.index.unresolved(store.exact.snapshot()) == []
     taken = []
-    real_take = exact_index.take_in_order
+    real_take = exact_search.take_in_order
     monkeypatch.setattr(
-        exact_index,
+        exact_search,
         "take_in_order",
         lambda table, rows, columns: taken.append(len(rows)) or real_take(table, rows, columns),
     )

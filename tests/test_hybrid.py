@@ -78,7 +78,7 @@ def test_new_store_has_native_fts_index_and_keeps_it_current(tmp_path):
     assert [(i["column"], i["index_type"]) for i in indices] == [("content", "FTS")]
     # The tokenizer shows the index is LanceDB's native one, not tantivy; stats() does not report
     # it, so this one check reads the index's details off the store's table.
-    assert store._table.list_indices()[0].index_details["base_tokenizer"] == "icu/split"
+    assert store.table.handle.list_indices()[0].index_details["base_tokenizer"] == "icu/split"
     fox, dog = _record("The quick brown fox"), _record("A lazy dog sleeps")
     store.add([fox])
     store.add([dog])
@@ -114,7 +114,7 @@ def test_index_created_when_opening_a_store_without_one(tmp_path):
     db.create_table(TABLE_NAME, schema=memory_schema("unit-model", 8))
     assert db.open_table(TABLE_NAME).list_indices() == []
     store = MemoryStore(tmp_path / "db", "unit-model", 8)
-    assert store.has_fts_index()
+    assert store.fulltext.has_index()
 
 
 def test_bulk_insert_asks_for_compaction(tmp_path):
@@ -135,15 +135,15 @@ def test_access_counts_rewriting_rows_out_of_the_full_text_index_ask_for_compact
     records = [_record(f"note {i}") for i in range(20)]
     store.add(records)
     store.compact()
-    assert store.fts_unindexed_rows() == 0 and not store.needs_compaction()
+    assert store.fulltext.unindexed_rows() == 0 and not store.needs_compaction()
     monkeypatch.setattr(maintenance, "FTS_UNINDEXED_MAX", 5)
     store.record_access({r.id: 1 for r in records[:10]})
     # Nobody searched by keywords yet (a bulk import): no compaction beside the writes.
-    assert store.fts_unindexed_rows() == 10 and not store.needs_compaction()
+    assert store.fulltext.unindexed_rows() == 10 and not store.needs_compaction()
     store.fts_search("note", 5)
     assert store.needs_compaction()
     store.compact()
-    assert store.fts_unindexed_rows() == 0 and not store.needs_compaction()
+    assert store.fulltext.unindexed_rows() == 0 and not store.needs_compaction()
     assert {r.id for r, _ in store.fts_search("note", 50)} == {r.id for r in records}
 
 
@@ -165,7 +165,7 @@ def test_a_store_opened_with_rows_outside_the_full_text_index_compacts_at_once(s
     store = resources.store()
     assert store.fts_lags() and resources.upkeep._poked
     resources.upkeep.run_once()
-    assert store.fts_unindexed_rows() == 0 and not store.fts_lags()
+    assert store.fulltext.unindexed_rows() == 0 and not store.fts_lags()
 
 
 def test_a_recall_after_a_burst_of_writes_wakes_upkeep_to_compact(settings, fake_embedder, monkeypatch):
@@ -183,12 +183,12 @@ def test_a_recall_after_a_burst_of_writes_wakes_upkeep_to_compact(settings, fake
     app.memory.remember_batch([NewMemory(content=f"note about topic {i}") for i in range(8)])
     store = resources.store()
     resources.upkeep.run_once()  # a pass right after the writes: nobody searched, no compaction
-    assert store.fts_unindexed_rows() == 8 and not store.fts_may_lag()
+    assert store.fulltext.unindexed_rows() == 8 and not store.fts_may_lag()
     resources.upkeep._poked = False
     app.search.recall("topic", limit=3)
     assert store.fts_may_lag() and resources.upkeep._poked
     resources.upkeep.run_once()
-    assert store.fts_unindexed_rows() == 0 and not store.fts_may_lag()
+    assert store.fulltext.unindexed_rows() == 0 and not store.fts_may_lag()
 
 
 @pytest.mark.parametrize("query", NASTY_QUERIES)

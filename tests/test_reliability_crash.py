@@ -306,7 +306,7 @@ def test_sigkill_during_compaction_and_cleanup(tmp_path):
 
 def _ledger_entries(store: Path) -> int:
     """Access-ledger entries on disk (the store's internal ledger: see the test below)."""
-    return len(open_store(store)._ledger.entries(exact=True))
+    return len(open_store(store).ledger.entries(exact=True))
 
 
 def test_sigkill_during_access_bookkeeping_on_an_indexed_store(tmp_path):
@@ -388,7 +388,7 @@ def test_sigkill_during_access_bookkeeping_on_an_indexed_store(tmp_path):
         # Where the counts sit is this test's subject, and nothing public tells the ledger's
         # entries from the rows' own values (reads merge the two): so look at each directly.
         ledger_seen = max(ledger_seen, _ledger_entries(store))
-        in_rows = max(in_rows, sum(opened._table.to_arrow().column("access_count").to_pylist()))
+        in_rows = max(in_rows, sum(opened.table.handle.to_arrow().column("access_count").to_pylist()))
         del opened
     # Both paths were exercised: counts sat in the ledger, and folds wrote counts into rows.
     assert ledger_seen > 0 and in_rows > 0, (ledger_seen, in_rows, outcomes)

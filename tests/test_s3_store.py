@@ -128,13 +128,13 @@ def replica(uri: str, local: Path, errlog, **extra: str):
 def test_the_lock_is_a_lease_on_s3_and_a_lock_file_locally(s3_env, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     remote = open_store(new_uri())
-    assert isinstance(remote._write_lock, LeaseLock)
+    assert isinstance(remote.writer.lock, LeaseLock)
     assert remote.health_facts()["lock"] == "free"
     with remote.exclusive():
         assert remote.health_facts()["lock"] == "held"
     assert not list(tmp_path.rglob(LOCK_FILE)), "a store on S3 wrote a local lock file"
     local = open_store(tmp_path / "local")
-    assert isinstance(local._write_lock, StoreLock)
+    assert isinstance(local.writer.lock, StoreLock)
     assert (tmp_path / "local" / LOCK_FILE).exists()
 
 
@@ -235,8 +235,8 @@ def test_upkeep_with_two_replicas_builds_once_and_counts_every_access(s3_env, ca
     a.add(rows[-1:])
     assert b.search(rows[-1].vector, 1)[0].record.id == rows[-1].id  # reloaded at a's newer version
 
-    with a._index_lock:
-        b._maintain_indexes()  # a is building: b skips its turn
+    with a.writer.index_lock:
+        b.maintenance.maintain_indexes()  # a is building: b skips its turn
     assert indexed_vector_rows(b) is None
 
     caplog.set_level(logging.INFO, logger="spatial_memory.storage.maintenance")
@@ -382,7 +382,7 @@ def test_recall_counts_add_up_while_a_replica_has_not_seen_the_new_vector_index(
     a, b, rows = two_replicas(1_100, seed=8)
     a.add(rows)
     assert b.count() == len(rows)
-    b._refresh_index_state()  # b looks now: no index yet, and it will not look again for half a minute
+    b.indexed.refresh()  # b looks now: no index yet, and it will not look again for half a minute
     a.compact()  # a builds it
     assert indexed_vector_rows(a) == len(rows)
 

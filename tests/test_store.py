@@ -128,7 +128,7 @@ def test_new_tables_use_the_random_access_file_format(tmp_path):
     than LanceDB's default here, so new stores are created with it (also after compaction)."""
     import struct
 
-    from spatial_memory.storage.store import DATA_STORAGE_VERSION
+    from spatial_memory.storage.table import DATA_STORAGE_VERSION
 
     store = MemoryStore(tmp_path / "db", "fake-model", 8)
     store.add([record(i) for i in range(5)])
@@ -214,8 +214,8 @@ def test_candidates_read_from_lancedb_become_records_by_row_address_or_else_by_i
         return got
 
     by_id = []
-    real_get_many = store.get_many
-    monkeypatch.setattr(store, "get_many", lambda ids, **kw: by_id.append(list(ids)) or real_get_many(ids, **kw))
+    real_get_many = store.reads.get_many
+    monkeypatch.setattr(store.reads, "get_many", lambda ids, **kw: by_id.append(list(ids)) or real_get_many(ids, **kw))
     materialized()
     assert by_id == []  # every record came from its address
 
@@ -233,5 +233,5 @@ def test_reading_rows_by_addresses_none_of_which_exist_any_more_gives_no_rows(st
     from spatial_memory.storage.connection import take_in_order
 
     store.add([record(i) for i in range(3)])
-    gone = take_in_order(store._table, [123 << 32, (123 << 32) + 1], ["id", "content"])
+    gone = take_in_order(store.table.handle, [123 << 32, (123 << 32) + 1], ["id", "content"])
     assert gone.num_rows == 0 and gone.column_names == ["id", "content"]

@@ -260,7 +260,7 @@ def one_fragment_each(tmp_path: Path) -> tuple[MemoryStore, list[MemoryRecord]]:
 
 def data_file_of(store: MemoryStore, memory_id: str) -> Path:
     """The data file holding a memory's row, found by moving each file away and reading."""
-    data_dir = store._db_path / "memories.lance" / "data"
+    data_dir = store.table.path / "memories.lance" / "data"
     for path in sorted(data_dir.iterdir()):
         aside = path.with_suffix(".aside")
         path.rename(aside)
@@ -280,7 +280,7 @@ def test_missing_data_file_reads_fail_typed_and_doctor_counts_the_loss(tmp_path)
     data_file_of(store, records[1].id).unlink()
     with pytest.raises(StorageError):
         store.scan()
-    report = doctor.check(store._db_path)
+    report = doctor.check(store.table.path)
     assert not report.healthy
     assert [(f.rows, f.ids_known) for f in report.lost_fragments] == [(1, False)]
     assert report.lost_fragments[0].missing_files  # names the file
@@ -292,10 +292,10 @@ def test_doctor_names_the_memories_a_lost_compacted_file_held(tmp_path):
     from spatial_memory.storage.maintenance import KEEP_ALL_VERSIONS
 
     store, records = one_fragment_each(tmp_path)
-    store._optimize(KEEP_ALL_VERSIONS)  # one new fragment from the three; the old versions keep theirs
-    assert store._fragment_count() == 1
+    store.maintenance.optimize(KEEP_ALL_VERSIONS)  # one new fragment from the three; the old versions keep theirs
+    assert store.table.fragment_count() == 1
     data_file_of(store, records[0].id).unlink()
-    report = doctor.check(store._db_path)
+    report = doctor.check(store.table.path)
     assert [f.rows for f in report.lost_fragments] == [3]
     lost = {m["id"]: m["content"] for m in report.lost_memories}
     assert lost == {r.id: r.content for r in records}, doctor.render(report)

@@ -444,6 +444,45 @@ def test_every_argument_naming_a_namespace_is_checked(tmp_path):
     assert named and named <= scope._NAMESPACE_ARGUMENTS | scope._NAMESPACE_LISTS
 
 
+def test_every_store_method_a_service_may_call_is_confined(tmp_path):
+    """Each member of the Store protocol (what services call) is confined one way or another in
+    storage/confined.py, both stores satisfy the protocol, and anything else a MemoryStore has
+    (upkeep's methods, its parts) does not exist for a principal; a confined read and write keep
+    to the scope."""
+    import numpy as np
+
+    from spatial_memory.auth.scope import NamespaceScope
+    from spatial_memory.errors import SpatialMemoryError
+    from spatial_memory.storage.confined import ConfinedStore, confinement_of
+    from spatial_memory.storage.filters import build_filter
+    from spatial_memory.storage.protocol import Store
+    from spatial_memory.storage.records import MemoryRecord, new_id
+    from spatial_memory.storage.store import MemoryStore
+
+    members = [name for name in vars(Store) if not name.startswith("_")]
+    assert len(members) > 40
+    assert [name for name in members if confinement_of(name) is None] == []
+    store = MemoryStore(tmp_path / "db", "m", 4)
+    confined = ConfinedStore(store, NamespaceScope.of("mallory", ["mine"]))
+    assert isinstance(store, Store) and isinstance(confined, Store)
+    for unconfined in ("compact", "refresh_exact", "record_access", "purge_expired", "table", "writes", "ledger"):
+        assert confinement_of(unconfined) is None
+        with pytest.raises(AttributeError):
+            getattr(confined, unconfined)
+
+    vector = np.ones(4, np.float32) / 2
+    theirs = MemoryRecord(id=new_id(), content="theirs", vector=vector, namespace="victim")
+    store.add([theirs, MemoryRecord(id=new_id(), content="mine", vector=vector, namespace="mine")])
+    assert [h.record.namespace for h in confined.search(vector, 5)] == ["mine"]
+    assert confined.count() == 1 and confined.count(build_filter(namespace="victim")) == 0
+    assert confined.get(theirs.id) is None and confined.scan_arrow(["id"]).num_rows == 1
+    assert confined.scan(flt=build_filter(namespace="victim")) == [] and len(confined.scan()) == 1
+    with pytest.raises(SpatialMemoryError):
+        confined.upsert([MemoryRecord(id=theirs.id, content="overwritten", vector=vector, namespace="mine")])
+    assert confined.delete_where(build_filter(namespace="victim")) == []
+    assert store.get(theirs.id).content == "theirs"
+
+
 # ---- (c) tokens that must not work ------------------------------------------------------------
 
 

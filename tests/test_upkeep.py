@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import time
-from types import SimpleNamespace
+from datetime import datetime, timezone
 
-from spatial_memory.storage.upkeep import Upkeep
+from spatial_memory.runtime.upkeep import Upkeep
 
 
 class FakeStore:
@@ -33,10 +33,7 @@ class FakeStore:
 
 
 def make_upkeep(store: FakeStore, *, flush_seconds: float = 0.01) -> Upkeep:
-    resources = SimpleNamespace(
-        settings=SimpleNamespace(access_flush_seconds=flush_seconds), store_is_open=True, store=lambda: store
-    )
-    return Upkeep(resources)
+    return Upkeep(lambda: store, lambda: True, flush_seconds=flush_seconds, clock=lambda: datetime.now(timezone.utc))
 
 
 def wait_for(condition, timeout: float = 5.0) -> bool:

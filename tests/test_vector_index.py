@@ -89,7 +89,7 @@ def test_index_segments_are_merged_by_a_rebuild(tmp_path):
     def segments(store: MemoryStore) -> int:
         # Index segments are this test's subject and no public surface reports them (stats()
         # gives the index's rows, not its segments): read them off the store's LanceDB table.
-        return vector_index_segments(store._table)
+        return vector_index_segments(store.table.handle)
 
     rng = np.random.default_rng(1)
     policy = IndexPolicy(vector_index_threshold=1_000, scalar_index_threshold=1_000, max_segments=2, retrain_growth=100)

@@ -14,13 +14,16 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 
-from ..storage.confined import ConfinedStore
 from .scope import NamespaceScope
+
+if TYPE_CHECKING:  # storage imports numpy and pyarrow: seconds of start-up
+    from ..storage.confined import ConfinedStore
+    from ..storage.protocol import Store
 
 
 class PrincipalToken(AccessToken):
@@ -70,15 +73,22 @@ class ScopedResources:
                 "import_dirs": [d / folder for d in settings.allowed_import_dirs],
             }
         )
-        self._store: Any = None
+        self._store: ConfinedStore | None = None
         self._lock = threading.Lock()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._base, name)
 
-    def store(self) -> Any:
+    def store(self) -> Store:
         store = self._base.store()
         with self._lock:
-            if self._store is None or self._store._store is not store:
+            if self._store is None or not self._store.wraps(store):
+                # Imported here, on first use: storage imports numpy and pyarrow (start-up).
+                from ..storage.confined import ConfinedStore
+
                 self._store = ConfinedStore(store, self.scope)
             return self._store
+
+    def memory_store(self) -> NoReturn:
+        """The whole store is the server's own (upkeep): a principal's requests never get it."""
+        raise AttributeError("the unconfined store is not available to a principal's request")

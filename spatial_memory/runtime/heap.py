@@ -2,8 +2,8 @@
 
 glibc gives each thread that allocates its own arena (up to 8 per core); the worker threads,
 LanceDB's compaction and the exact index reload each leave freed but unreturned memory in
-theirs, and resident memory ratchets up. Measured at 10,000 memories: peak RSS 653 MB with the
-default arenas, 540 MB with two. Elsewhere (macOS, Windows, musl) these are no-ops.
+theirs, and resident memory ratchets up; two arenas keep the peak well lower (docs/BENCHMARKS.md,
+"Figures moved from code comments"). Elsewhere (macOS, Windows, musl) these are no-ops.
 """
 
 from __future__ import annotations

@@ -8,16 +8,23 @@ or the model.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..config import Settings
+from .changes import StoreChanges
+from .imports import import_heavy_modules
 from .shutdown import WorkerCalls
+from .upkeep import Upkeep
 
-if TYPE_CHECKING:  # numpy costs 0.1 s of start-up, before tools/list
+if TYPE_CHECKING:  # numpy, pyarrow and LanceDB cost seconds of start-up, before tools/list
     import numpy as np
+
+    from ..storage.protocol import Store
+    from ..storage.store import MemoryStore
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +53,7 @@ class Resources:
         # What "now" is for expiry and versions (tests pass a clock they can move).
         self.clock: Callable[[], datetime] = clock or _utc_now
         if embedder is None:
+            # Imported here, only when no embedder is given (tests give their own): it imports numpy.
             from ..embeddings import EmbeddingRouter
 
             embedder = EmbeddingRouter(
@@ -57,26 +65,34 @@ class Resources:
                 openai_api_key=settings.openai_api_key.get_secret_value() if settings.openai_api_key else None,
             )
         self.embedder = embedder
-        self._store: Any = None
+        self._store: MemoryStore | None = None
         self._store_lock = threading.Lock()
-        from ..storage.upkeep import Upkeep
-
-        self.upkeep = Upkeep(self)
+        self.upkeep = Upkeep(
+            self.memory_store,
+            lambda: self.store_is_open,
+            flush_seconds=settings.access_flush_seconds,
+            clock=self.clock,
+        )
         self.workers = WorkerCalls()
+        self.changes = StoreChanges()  # every commit to the store, for resource subscriptions
         self.projection_warm = False
 
-    def store(self):
-        """The MemoryStore, opened on first use (blocking; call from a worker thread)."""
+    def store(self) -> Store:
+        """The store as services see it, opened on first use (blocking; call from a worker thread).
+        A team principal's resources (auth/principal.py) answer a confined one instead."""
+        return self.memory_store()
+
+    def memory_store(self) -> MemoryStore:
+        """The whole store, for the server's own upkeep: opened on first use (blocking)."""
         if self._store is None:
             with self._store_lock:
                 if self._store is None:
-                    from .imports import import_heavy_modules
-
                     import_heavy_modules()
+                    # Imported here, on first use, after the heavy modules: keeps start-up fast (module docstring).
                     from ..storage.indexing import IndexPolicy
                     from ..storage.store import MemoryStore
 
-                    self._store = MemoryStore(
+                    store = MemoryStore(
                         self.settings.db_path,
                         self.embedder.model_id,
                         self.embedder.dimension,
@@ -92,8 +108,10 @@ class Resources:
                             refine_factor=self.settings.index_refine_factor,
                         ),
                         read_only=self.settings.read_only,
+                        on_commit=self.changes.committed,
                     )
-                    if self._store.fts_lags():
+                    self._store = store
+                    if store.fts_lags():
                         # A store left with many rows outside its full-text index (a server that
                         # stopped right after a burst of writes) would scan them in every keyword
                         # search until upkeep found a pause between calls: compact now instead.
@@ -123,6 +141,7 @@ class Resources:
         if self.settings.warm_up_projection:
             _lower_thread_priority()
             try:
+                # Imported here: the warm-up runs in the background, after the handshake.
                 import numpy as np
 
                 from ..algorithms import cluster_vectors, warm_up_projection
@@ -141,8 +160,6 @@ def _utc_now() -> datetime:
 def _lower_thread_priority() -> None:
     """Let request handling win the CPU over background compilation (Linux: per-thread nice)."""
     try:
-        import os
-
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
     except (AttributeError, OSError):
         pass

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .. import validation as check
 from ..config import Settings
 from ..errors import NamespaceNotFoundError
 from ..runtime.resources import Resources
 from ..storage.filters import build_filter
+
+if TYPE_CHECKING:  # named in annotations only
+    from ..storage.protocol import Store
 
 
 class Service:
@@ -17,7 +22,7 @@ class Service:
     def _settings(self) -> Settings:
         return self._r.settings
 
-    def require_namespace(self, store, namespace: str) -> None:
+    def require_namespace(self, store: Store, namespace: str) -> None:
         """A valid namespace name that has memories, or a typed error saying what to do."""
         check.namespace(namespace, self._settings)
         if store.count(build_filter(namespace=namespace)) == 0:

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..storage.filters import build_filter
 from ..storage.schema import vectors_of
+
+if TYPE_CHECKING:  # named in annotations only
+    from ..storage.protocol import Store
 
 # When the store's in-memory exact copy can answer (a store below its vector index size), it
 # answers every candidate in one matrix product. Otherwise: up to this many memories in a
@@ -35,7 +39,9 @@ class NearCopy:
     candidate: int | None = None
 
 
-def near_copies(store, namespaces: Sequence[str], vectors: np.ndarray, threshold: float) -> list[NearCopy | None]:
+def near_copies(
+    store: Store, namespaces: Sequence[str], vectors: np.ndarray, threshold: float
+) -> list[NearCopy | None]:
     """For each candidate (namespace, unit vector), in order: what it is a near-copy of, or None."""
     vectors = np.asarray(vectors, dtype=np.float32)
     found: list[NearCopy | None] = [None] * len(vectors)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Unpack
+from typing import TYPE_CHECKING, Unpack
 
 import numpy as np
 
@@ -30,6 +30,9 @@ from .results import (
     timestamp,
 )
 from .write_checks import DUPLICATE, LookAlike, look_alikes
+
+if TYPE_CHECKING:  # named in annotations only
+    from ..storage.protocol import Store
 
 ON_DUPLICATE = ("store", "skip", "supersede")
 
@@ -192,7 +195,7 @@ class MemoryService(Service):
         return list(dict.fromkeys(supersedes))
 
     @staticmethod
-    def _closing(store, ids: list[str]) -> list[MemoryRecord]:
+    def _closing(store: Store, ids: list[str]) -> list[MemoryRecord]:
         """The current memories about to be closed, with vectors; every id must be one."""
         found = store.get_many(ids, with_vectors=True)
         missing = [i for i in ids if i not in {r.id for r in found}]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from .. import validation as check
 from ..errors import (
@@ -22,6 +23,9 @@ from .results import (
     timestamp,
 )
 
+if TYPE_CHECKING:  # named in annotations only
+    from ..storage.protocol import Store
+
 
 def _directory_size(path) -> int:
     """Bytes under path; files another process removes mid-walk are skipped, not fatal."""
@@ -35,7 +39,7 @@ def _directory_size(path) -> int:
     return total
 
 
-def _condition(store) -> dict:
+def _condition(store: Store) -> dict:
     """Whether the store can be written, and why not: read-only storage, or a damaged newest
     version that it is served around (storage/recovery.py)."""
     damage = store.damage

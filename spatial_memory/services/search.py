@@ -7,7 +7,7 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Unpack
+from typing import TYPE_CHECKING, Unpack
 
 import numpy as np
 
@@ -32,6 +32,9 @@ from .results import (
     NearbyResult,
     RecallResult,
 )
+
+if TYPE_CHECKING:  # named in annotations only
+    from ..storage.protocol import Store
 
 # How far from a keyword hit its session neighbours join the candidates.
 NEIGHBOUR_RADIUS = 2
@@ -62,7 +65,7 @@ class SearchService(Service):
         self._keyword_pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
 
-    def _keyword_search(self, store, query: str, limit: int, flt: Filter, version: int) -> Future:
+    def _keyword_search(self, store: Store, query: str, limit: int, flt: Filter, version: int) -> Future:
         """The keyword search, started on a thread of its own: it needs no query vector, so it runs
         while the query is embedded (LanceDB and onnxruntime both leave the GIL). It reads the
         table at the search's version."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import algorithms as alg
@@ -28,6 +30,9 @@ from .results import (
     WanderResult,
     WanderStep,
 )
+
+if TYPE_CHECKING:  # named in annotations only
+    from ..storage.protocol import Store
 
 # A path point counts as covered when a memory lies this close to it. For MiniLM,
 # sentences on the same subject are typically above 0.5 and paraphrases above 0.8.
@@ -191,7 +196,7 @@ class SpatialService:
         )
 
     @staticmethod
-    def _related(store, current, flt, visited: set[str]) -> list[tuple[ScoredMemory, float, str]]:
+    def _related(store: Store, current, flt, visited: set[str]) -> list[tuple[ScoredMemory, float, str]]:
         """The unvisited memories related to `current` (either direction) under the filter: each
         with its similarity to it, the relation's weight and how it is linked."""
         links: dict[str, tuple[float, str]] = {}

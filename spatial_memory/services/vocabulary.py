@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from ..limits import MAX_COMPLETIONS
 from .base import Service
 from .cache import VersionedCache
+
+if TYPE_CHECKING:  # named in annotations only
+    from ..storage.protocol import Store
 
 NameKind = Literal["namespace", "tag"]
 
@@ -48,7 +51,7 @@ class VocabularyService(Service):
         return NameMatches(values=matching[:limit], total=len(matching), has_more=len(matching) > limit)
 
 
-def _ranked_names(store, kind: NameKind, within: frozenset[str] | None) -> tuple[str, ...]:
+def _ranked_names(store: Store, kind: NameKind, within: frozenset[str] | None) -> tuple[str, ...]:
     """Distinct names, the most memories first, then alphabetically."""
     # Not at the top: pyarrow.compute loads with the heavy imports before the first call
     # (runtime/imports.py), not while the App is built at start-up.

@@ -13,12 +13,16 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..config import Settings
 from ..storage.records import MemoryRecord
 from .duplicates import closest_stored
+
+if TYPE_CHECKING:  # named in annotations only
+    from ..storage.protocol import Store
 
 # Stored look-alikes examined per new memory.
 LOOK_ALIKES = 5
@@ -59,7 +63,7 @@ def relation(new_text: str, stored_text: str, similarity: float, settings: Setti
     return CONTRADICTION if similarity >= settings.contradiction_threshold else None
 
 
-def look_alikes(store, records: Sequence[MemoryRecord], settings: Settings) -> list[list[LookAlike]]:
+def look_alikes(store: Store, records: Sequence[MemoryRecord], settings: Settings) -> list[list[LookAlike]]:
     """For each record (with its vector), the stored memories of its namespace it duplicates or
     contradicts, most similar first."""
     found: list[list[LookAlike]] = [[] for _ in records]

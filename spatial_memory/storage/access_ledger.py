@@ -2,16 +2,16 @@
 
 Writing a count into a memory row rewrites the row - a LanceDB update is a delete plus an
 append - and a fragment with deleted rows makes every indexed query apply a deletion mask.
-Measured on a store of 1,000,000 rows: a raw indexed query took 15-22 ms on the fresh table
-and 61-77 ms after recall bookkeeping had rewritten 0.45 % of its rows; LanceDB's compaction
-drops the mask only once 10 % of a fragment is deleted. So on an indexed table the counts
+On a large store, recall bookkeeping that rewrote well under one percent of the rows made
+indexed queries several times slower (docs/BENCHMARKS.md), and LanceDB's compaction drops the
+mask only once 10 % of a fragment is deleted. So on an indexed table the counts
 go to this small table instead: one row per accessed memory with its current access_count
 and last_accessed. The values are absolute, not increments, so writing them twice (a crash
 between folding them into the memory rows and clearing them here) changes nothing.
 
 The memory store lays these values over every record it returns, and folds them into the
 memory rows when a filter needs them there, when the table has no vector index, and when
-the ledger passes FOLD_FRACTION of the rows. Every write to the ledger happens under the
+the ledger passes FOLD_FRACTION of the rows (access_counts.py). Every write to the ledger happens under the
 store's write lock, so its writers never race each other.
 """
 
@@ -22,21 +22,16 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Any
 
 import pyarrow as pa
 
-from ..errors import StorageError
-from .filters import build_filter, quote
-from .records import is_uuid, utc_now
+from .filters import quote
 
 log = logging.getLogger(__name__)
 
 LEDGER_TABLE = "access_ledger"
-# Folding this share of a table's rows into it deletes as many rows in its fragments, which
-# is where LanceDB's compaction rewrites a fragment and drops its deletion mask anyway.
-FOLD_FRACTION = 0.1
 # How often a reader looks for a ledger another process may have created. Access counts are
 # written in the background seconds after a recall anyway, so this adds no new staleness.
 RECHECK_SECONDS = 1.0
@@ -81,7 +76,7 @@ class AccessLedger:
         self._writes = 0
 
     def reconnect(self, db: Any) -> None:
-        """Follow the store onto a new connection (see MemoryStore._reconnect)."""
+        """Follow the store onto a new connection (see MemoryTable.reconnect)."""
         with self._lock:
             self._db = db
             if self._table is not None:
@@ -185,6 +180,10 @@ class AccessLedger:
             self._version = self._table.version
             self._writes += 1
 
+    @property
+    def writes_since_optimize(self) -> int:
+        return self._writes
+
     def needs_optimize(self) -> bool:
         return self._table is not None and self._writes >= OPTIMIZE_AFTER_WRITES
 
@@ -203,85 +202,3 @@ def _entries_of(data: pa.Table) -> dict[str, Access]:
     counts = data.column("access_count").to_pylist()
     stamps = data.column("last_accessed").to_pylist()
     return {i: Access(int(c), t) for i, c, t in zip(ids, counts, stamps)}
-
-
-class AccessCounts:
-    """MemoryStore's recall access counting: rows below the index threshold, the ledger above it."""
-
-    def record_access(self, counts: dict[str, int], when: datetime | None = None) -> None:
-        """Add recall accesses (id -> how many) and stamp last_accessed: into the access ledger
-        once the table has a vector index (see access_ledger), into the rows before that."""
-        wanted = {i: int(n) for i, n in counts.items() if is_uuid(i) and int(n) > 0}
-        if not wanted:
-            return
-        when = (when or utc_now()).astimezone(timezone.utc)
-        with self._write_lock:
-            if self._vector_index_ready():
-                self._ledger_accesses(wanted, when)
-            else:
-                self.fold_accesses()
-                self._row_accesses(wanted, when)
-
-    def _row_accesses(self, counts: dict[str, int], when: datetime) -> None:
-        """One update per distinct count."""
-        naive = when.replace(tzinfo=None)
-        stamp = f"CAST('{naive.isoformat(sep=' ', timespec='microseconds')}' AS TIMESTAMP)"
-        by_count: dict[int, list[str]] = {}
-        for memory_id, n in counts.items():
-            by_count.setdefault(n, []).append(memory_id)
-        for n, ids in by_count.items():
-            where = f"id IN ({', '.join(quote(i) for i in ids)})"
-            values = {"access_count": f"access_count + {int(n)}", "last_accessed": stamp}
-            self._commit(
-                "recording accesses failed",
-                lambda w=where, v=values: self._table.update(where=w, values_sql=v),
-                change={"moved": ids},
-            )
-
-    def _ledger_accesses(self, counts: dict[str, int], when: datetime) -> None:
-        entries = self._ledger.entries(exact=True)
-        unseen = [i for i in counts if i not in entries]
-        base: dict[str, int] = {}
-        if unseen:
-            rows = self._scan(build_filter(ids=unseen).sql, ["id", "access_count"])
-            base = dict(zip(rows.column("id").to_pylist(), rows.column("access_count").to_pylist()))
-        updates = {}
-        for memory_id, n in counts.items():
-            before = entries[memory_id].count if memory_id in entries else base.get(memory_id)
-            if before is not None:  # else deleted since the recall
-                updates[memory_id] = Access(int(before) + n, when)
-        self._attempt("recording accesses failed", lambda: self._ledger.write(updates), None, counted=False)
-        if self._ledger.needs_optimize():
-            self._attempt(
-                "tidying the access ledger failed", lambda: self._ledger.optimize(self._retention), None, counted=False
-            )
-        if len(self._ledger) > FOLD_FRACTION * max(self._table.count_rows(), 1):
-            self.fold_accesses()
-            # The fold deleted a tenth of the rows from their fragments: let the next upkeep
-            # pass compact, which rewrites those fragments without their deletion masks.
-            self._writes_since_compaction = max(self._writes_since_compaction, self._compact_threshold + 1)
-
-    def fold_accesses(self) -> None:
-        """Write the ledger's access counts into the memory rows (one commit) and clear it."""
-        with self._write_lock:
-            entries = self._ledger.entries(exact=True)
-            if not entries:
-                return
-            ids = list(entries)
-            data = accesses_table(ids, [entries[i] for i in ids])
-            self._commit(
-                "writing access counts failed, nothing was changed",
-                lambda: self._table.merge_insert("id").when_matched_update_all().execute(data),
-                change={"moved": ids},
-            )
-            self._forget_accesses(ids)
-
-    def _forget_accesses(self, ids: Sequence[str]) -> None:
-        """Drop ledger entries of rows just written with their access values, or deleted
-        (under the write lock, after the commit that made them redundant)."""
-        try:
-            self._attempt("clearing the access ledger failed", lambda: self._ledger.drop(ids), None, counted=False)
-        except StorageError as exc:
-            # The memory write landed. An entry left behind still holds the row's current
-            # values unless the row was replaced from outside (import), where it is now stale.
-            log.warning("%s", exc)

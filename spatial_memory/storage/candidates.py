@@ -3,26 +3,20 @@
 A ranked recall reads ~150-300 candidates (vector hits, keyword hits, their session neighbours) and
 returns ~10. With the exact in-memory copy (exact_index.py) the candidates' columns come straight from
 the copy (its vectors and the Arrow table of the other columns), and only the final hits become
-MemoryRecords (`CandidateSearch.materialize`). When LanceDB answers (no copy, a filter the copy cannot
-apply) its rows arrive as records anyway, and the candidates keep them. A part of MemoryStore.
+MemoryRecords (`CandidateSearch.materialize`, candidate_search.py). When LanceDB answers (no copy,
+a filter the copy cannot apply) its rows arrive as records anyway, and the candidates keep them.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
-from .connection import ROW_ID, take_in_order
-from .exact_index import Snapshot
-from .filters import NO_MATCH, Filter
+from .connection import ROW_ID
 from .records import MemoryRecord
-from .schema import SUMMARY_COLUMNS, rows_to_records, vectors_of
-
-log = logging.getLogger(__name__)
 
 # The columns of the copy's summary table that the ranking reads.
 RANKING_COLUMNS = ["content", "session_id", "sequence", "speaker", "occurred_at"]
@@ -145,130 +139,3 @@ class Candidates:
             for session, sequence in zip(self.session_id, self.sequence)
             if session is not None and sequence is not None
         ]
-
-
-# What a candidate read from LanceDB brings: a few short columns, the vector and the row's address,
-# not the whole record (at 100,000 rows, 50 nearest rows: 6 ms against 17 ms with every summary column).
-# At 1,000,000 rows every column costs little in a read alone (the 50 nearest: 18.4 ms with every
-# column, 18.7 ms without), yet recall with whole-record candidates was 3.5-4.6 ms slower in an
-# interleaved A/B (4-8 ms in one namespace): decoding them while two searches share the cores costs
-# more than the final hits' second read (docs/BENCHMARKS.md, round seven).
-CANDIDATE_COLUMNS = ["id", *RANKING_COLUMNS, "vector", ROW_ID]
-
-
-def _of_table(table: pa.Table) -> Candidates:
-    """Candidates from a LanceDB result holding CANDIDATE_COLUMNS."""
-    return Candidates.of_columns(table.column("id").to_pylist(), table, vectors_of(table))
-
-
-class CandidateSearch:
-    """MemoryStore's searches for ranking: candidates as columns, and the records of the final hits."""
-
-    def search_candidates(self, vector: np.ndarray, limit: int, flt: Filter | None) -> Candidates:
-        """The `limit` nearest memories by cosine similarity, best first (as `search`)."""
-        found = self._exact_for(flt)
-        if found is not None:
-            snap, namespace = found
-            rows = [row for row, _ in self._exact.top(snap, vector, limit, namespace, self.now().timestamp())]
-            columns = self._candidate_rows(snap, rows)
-            if columns is not None:
-                return columns
-        where = self._search_where(flt)
-        if where is NO_MATCH:
-            return Candidates.empty(self.dim)
-        # The ranking reads its columns and the full vectors, so the index's candidates need no
-        # re-ranking on them (refine) first; the final hits' records come in `materialize`.
-        return _of_table(self._nearest(vector, limit, flt, where, CANDIDATE_COLUMNS, refine=False))
-
-    def fts_candidates(self, text: str, limit: int, flt: Filter | None) -> tuple[Candidates, list[float]]:
-        """The best keyword matches and their BM25 scores, best first (as `fts_search`)."""
-        # ids only from LanceDB when the copy will answer for the rows (checked again after the search)
-        if self._exact.has_copy() and not self._vector_index_ready():
-            hits = self.fts_ids(text, limit, flt)
-            if hits is None:
-                return Candidates.empty(self.dim), []
-            snap = self._exact_snapshot(load=False)
-            if snap is not None:
-                # a row deleted since the search is left out
-                kept = [(snap.positions[i], score) for i, score in hits if i in snap.positions]
-                columns = self._candidate_rows(snap, [row for row, _ in kept])
-                if columns is not None:
-                    return columns, [score for _, score in kept]
-        table = self._fts_query(text, limit, flt, CANDIDATE_COLUMNS)
-        if table is None:
-            return Candidates.empty(self.dim), []
-        return _of_table(table), [float(s) for s in table.column("_score").to_pylist()]
-
-    def neighbour_candidates(self, windows: Sequence[tuple[str, int, int]], flt: Filter | None) -> Candidates:
-        """Memories whose session and sequence lie in one of the windows (as `neighbours`)."""
-        if not windows:
-            return Candidates.empty(self.dim)
-        found = self._exact_for(flt)
-        if found is not None:
-            snap, namespace = found
-            rows = self._exact.session_rows(snap, windows, namespace, self.now().timestamp())
-            columns = self._candidate_rows(snap, rows)
-            if columns is not None:
-                return columns
-        return Candidates.of_records(self.neighbours(windows, flt), self.dim)
-
-    def materialize(self, candidates: Candidates, indices: Sequence[int]) -> list[MemoryRecord | None]:
-        """The records (without vectors) of these candidates, in order; None for a memory deleted since."""
-        missing = [i for i in indices if candidates.records[i] is None]
-        fetched = self._records_at(candidates, missing)
-        by_id = [candidates.ids[i] for i in missing if candidates.ids[i] not in fetched]
-        if by_id:
-            fetched.update((r.id, r) for r in self.get_many(by_id))
-        out: list[MemoryRecord | None] = []
-        for i in indices:
-            record = candidates.records[i]
-            if record is None:
-                out.append(fetched.get(candidates.ids[i]))
-            else:
-                record.vector = None
-                out.append(record)
-        return out
-
-    def _records_at(self, candidates: Candidates, indices: Sequence[int]) -> dict[str, MemoryRecord]:
-        """id -> record of the candidates read from LanceDB, taken at their row addresses: one read
-        instead of a search of the id index (10 hits at 1,000,000 rows: 6.4 against 9.6 ms). A row
-        deleted or moved by a compaction since is not there, or holds another memory: it is left
-        out, for `get_many` to find by id."""
-        known = [(candidates.ids[i], candidates.addresses[i]) for i in indices if candidates.addresses[i] is not None]
-        if not known:
-            return {}
-        try:
-            table = take_in_order(self._table, [address for _, address in known], SUMMARY_COLUMNS)
-        except Exception:  # noqa: BLE001 - an address a compaction removed: ask by id instead
-            log.debug("reading candidates by row address failed", exc_info=True)
-            return {}
-        wanted, now = {memory_id for memory_id, _ in known}, self.now()
-        records = [r for r in rows_to_records(table) if r.id in wanted and not r.expired(now)]
-        return {r.id: r for r in self._with_accesses(records)}
-
-    def _candidate_rows(self, snap: Snapshot, rows: list[int]) -> Candidates | None:
-        """The copy's rows as candidates; None when the table no longer matches the copy."""
-        if not rows:
-            return Candidates.empty(self.dim)
-        positions = np.asarray(rows, dtype=np.int64)
-        current = snap.current_summary[positions]
-        if current.all():
-            ids = [snap.ids[row] for row in rows]
-            table = snap.summary.select(RANKING_COLUMNS).take(positions)
-            return Candidates.of_columns(ids, table, snap.vectors[positions])
-        # Rows written or rewritten since the copy was loaded: their records, kept by the copy or fetched.
-        fresh = positions[current]
-        stale = positions[~current]
-        records = self._fetch_rows(snap, stale.tolist(), with_vectors=False)
-        if records is None:
-            return None
-        parts = [
-            Candidates.of_columns(
-                [snap.ids[row] for row in fresh.tolist()],
-                snap.summary.select(RANKING_COLUMNS).take(fresh),
-                snap.vectors[fresh],
-            ),
-            Candidates.of_records(records, self.dim, vectors=snap.vectors[stale], keep=False),
-        ]
-        # back to the rows' order
-        return Candidates.concat(parts).take(np.argsort(np.r_[np.flatnonzero(current), np.flatnonzero(~current)]))

@@ -1,6 +1,6 @@
 """Co-recall links: memories recalled together repeatedly gain an implicit, bounded, decaying link.
 
-A part of MemoryStore. Like the access counts (access_ledger.py), nothing is written per recall:
+Like the access counts (access_ledger.py), nothing is written per recall:
 recall hands the pairs of its top hits to the upkeep thread, which writes them in batches to a
 small table of its own, `co_recall` (one row per pair, the two ids in order), never to a memory
 row. Each write is one merge-insert commit under the store's write lock that also drops the links
@@ -15,14 +15,17 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import pyarrow as pa
 
 from ..errors import StorageError
 from .filters import MAX_LIST_VALUES, quote
 from .records import is_uuid, utc_now
+from .table import MemoryTable
+from .writer import Writer
 
 CO_RECALL_TABLE = "co_recall"
 INCREMENT = 0.2
@@ -44,6 +47,10 @@ CO_RECALL_SCHEMA = pa.schema(
 )
 
 
+# (a, b) -> (strength at its last update, times recalled together, last update)
+_Links = dict[tuple[str, str], tuple[float, int, datetime]]
+
+
 def decayed(strength: float, since: datetime, now: datetime) -> float:
     days = max((now - since).total_seconds() / 86_400, 0.0)
     return strength * 0.5 ** (days / HALF_LIFE_DAYS)
@@ -54,23 +61,29 @@ def pair(a: str, b: str) -> tuple[str, str]:
 
 
 class CoRecall:
-    """MemoryStore's co-recall links."""
+    def __init__(self, table: MemoryTable, writer: Writer, clock: Callable[[], datetime]) -> None:
+        self._table = table
+        self._writer = writer
+        self._clock = clock
+        self._lock = threading.Lock()
+        # (table version, every link as stored, the links of each memory)
+        self._cache: tuple[int, _Links, dict[str, list[tuple[str, str]]]] | None = None
 
-    def _co_recall_table(self, *, create: bool = False):
-        return self._side_table(CO_RECALL_TABLE, lambda: CO_RECALL_SCHEMA, create=create)
+    def _co_recall_table(self, *, create: bool = False) -> Any:
+        return self._table.side_table(CO_RECALL_TABLE, lambda: CO_RECALL_SCHEMA, create=create)
 
-    def _co_recall_rows(self) -> dict[tuple[str, str], tuple[float, int, datetime]]:
-        """Every link as stored (strength at its last update), read once per table version."""
+    def _links(self) -> tuple[_Links, dict[str, list[tuple[str, str]]]]:
+        """Every link as stored (strength at its last update) and the links of each memory, read
+        once per table version."""
         table = self._co_recall_table()
         if table is None:
-            return {}
-        lock = self.__dict__.setdefault("_co_recall_lock", threading.Lock())
-        with lock:
+            return {}, {}
+        with self._lock:
             try:
                 version = table.version
-                cached = getattr(self, "_co_recall_cache", None)
+                cached = self._cache
                 if cached is not None and cached[0] == version:
-                    return cached[1]
+                    return cached[1], cached[2]
                 data = table.search().select(CO_RECALL_SCHEMA.names).limit(None).to_arrow()
             except Exception as exc:  # noqa: BLE001
                 raise StorageError(f"reading co-recall links failed: {exc}") from exc
@@ -88,17 +101,15 @@ class CoRecall:
             for key in rows:
                 by_memory.setdefault(key[0], []).append(key)
                 by_memory.setdefault(key[1], []).append(key)
-            self._co_recall_cache = (version, rows)
-            self._co_recall_index = (version, by_memory)
-            return rows
+            self._cache = (version, rows, by_memory)
+            return rows, by_memory
 
-    def co_recall_links(self, ids: Iterable[str], *, minimum: float = MIN_STRENGTH) -> list[tuple[str, str, float]]:
+    def links(self, ids: Iterable[str], *, minimum: float = MIN_STRENGTH) -> list[tuple[str, str, float]]:
         """(a, b, strength now) of the links of these memories at or above `minimum`."""
-        rows = self._co_recall_rows()
+        rows, index = self._links()
         if not rows:
             return []
-        index = self._co_recall_index[1]
-        now = self.now()
+        now = self._clock()
         found = {}
         for memory_id in ids:
             for key in index.get(memory_id, ()):
@@ -107,37 +118,21 @@ class CoRecall:
                     found[key] = strength
         return [(a, b, s) for (a, b), s in found.items()]
 
-    def record_co_recall(self, pairs: Mapping[tuple[str, str], int], when: datetime | None = None) -> None:
-        """Strengthen the links of pairs recalled together (pair -> how many times), one commit that
-        also drops links decayed away."""
-        wanted = {pair(a, b): int(n) for (a, b), n in pairs.items() if a != b and is_uuid(a) and is_uuid(b) and n > 0}
+    def record(self, pairs: Mapping[tuple[str, str], int], when: datetime | None = None) -> None:
+        """Strengthen the links of pairs recalled together (pair, in either order -> how many times),
+        one commit that also drops links decayed away."""
+        wanted: dict[tuple[str, str], int] = {}
+        for (a, b), n in pairs.items():
+            if a != b and is_uuid(a) and is_uuid(b) and n > 0:
+                key = pair(a, b)
+                wanted[key] = wanted.get(key, 0) + int(n)
         if not wanted:
             return
         now = (when or utc_now()).astimezone(timezone.utc)
-        with self._write_lock:
+        with self._writer.lock:
             table = self._co_recall_table(create=True)
-            rows = self._co_recall_rows()
-            keys, strengths, counts = [], [], []
-            for key, n in wanted.items():
-                old = rows.get(key)
-                base = decayed(old[0], old[2], now) if old else 0.0
-                strength = base
-                for _ in range(n):
-                    strength = min(MAX_STRENGTH, strength + INCREMENT)
-                keys.append(key)
-                strengths.append(strength)
-                counts.append((old[1] if old else 0) + n)
-            data = pa.Table.from_arrays(
-                [
-                    pa.array([f"{a}#{b}" for a, b in keys], pa.string()),
-                    pa.array([a for a, _ in keys], pa.string()),
-                    pa.array([b for _, b in keys], pa.string()),
-                    pa.array(strengths, pa.float32()),
-                    pa.array(counts, pa.int32()),
-                    pa.array([now] * len(keys), _TS),
-                ],
-                schema=CO_RECALL_SCHEMA,
-            )
+            rows, _ = self._links()
+            data = _strengthened(rows, wanted, now)
             stale = now - timedelta(days=FORGET_AFTER_DAYS)
             stamp = stale.replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
             merge = (
@@ -146,20 +141,43 @@ class CoRecall:
                 .when_not_matched_insert_all()
                 .when_not_matched_by_source_delete(f"updated_at < CAST('{stamp}' AS TIMESTAMP)")
             )
-            self._attempt("recording co-recall failed", lambda: merge.execute(data), None, counted=False)
+            self._writer.attempt("recording co-recall failed", lambda: merge.execute(data), counted=False)
 
-    def drop_co_recall(self, ids: Iterable[str]) -> None:
+    def drop(self, ids: Iterable[str]) -> None:
         """Remove the links of these memories (before they are forgotten)."""
         table = self._co_recall_table()
         wanted = list(dict.fromkeys(ids))
         if table is None or not wanted:
             return
-        self._co_recall_rows()
-        index = self._co_recall_index[1]
+        _, index = self._links()
         if not any(i in index for i in wanted):
             return
-        with self._write_lock:
+        with self._writer.lock:
             for start in range(0, len(wanted), MAX_LIST_VALUES):
                 listed = ", ".join(quote(i) for i in wanted[start : start + MAX_LIST_VALUES])
                 where = f"a_id IN ({listed}) OR b_id IN ({listed})"
-                self._attempt("co-recall delete failed", lambda w=where: table.delete(w), None, counted=False)
+                self._writer.attempt("co-recall delete failed", lambda w=where: table.delete(w), counted=False)
+
+
+def _strengthened(rows: _Links, wanted: dict[tuple[str, str], int], now: datetime) -> pa.Table:
+    """The rows of the links recalled together (pair -> times), as stored after this co-recall."""
+    keys, strengths, counts = [], [], []
+    for key, n in wanted.items():
+        old = rows.get(key)
+        strength = decayed(old[0], old[2], now) if old else 0.0
+        for _ in range(n):
+            strength = min(MAX_STRENGTH, strength + INCREMENT)
+        keys.append(key)
+        strengths.append(strength)
+        counts.append((old[1] if old else 0) + n)
+    return pa.Table.from_arrays(
+        [
+            pa.array([f"{a}#{b}" for a, b in keys], pa.string()),
+            pa.array([a for a, _ in keys], pa.string()),
+            pa.array([b for _, b in keys], pa.string()),
+            pa.array(strengths, pa.float32()),
+            pa.array(counts, pa.int32()),
+            pa.array([now] * len(keys), _TS),
+        ],
+        schema=CO_RECALL_SCHEMA,
+    )

@@ -1,9 +1,15 @@
-"""Opening the LanceDB database with bounded caches, every read seeing other processes' commits."""
+"""Opening the LanceDB database with bounded caches, every read seeing other processes' commits.
+
+This module imports lancedb and pyarrow inside its functions: the CLI reads `is_remote` at
+start-up, and lancedb must not be imported before `prepare_lancedb_import` (lancedb_import.py).
+"""
 
 from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
+
+from .lancedb_import import prepare_lancedb_import
 
 METADATA_CACHE_BYTES = 64 << 20
 # The full-text index of a table below the vector index threshold fits in a few MB; the
@@ -20,10 +26,8 @@ def is_remote(db_path: Path | str) -> bool:
 
 
 def connect(db_path: Path | str, index_cache_bytes: int):
-    from ..runtime.imports import prepare_lancedb_import
-
     prepare_lancedb_import()
-    import lancedb
+    import lancedb  # here, after the line above: see lancedb_import.py
 
     # Consistency interval 0: every read sees commits made by other processes. The caches are
     # bounded: by default LanceDB lets them grow to gigabytes, holding every superseded
@@ -40,10 +44,10 @@ def in_one_trip(table, start, columns: list[str], limit: int | None, where: str 
     `where` (a prefilter; with `postfilter`, applied to the `limit` best rows instead).
 
     LanceDB's synchronous query builders hand each step to its event loop thread in turn: the
-    table's schema three times, the query, then each batch. A hand-off costs ~0.2 ms on a quiet
-    host and a millisecond or more when the cores are busy; the same query on the table's async
-    handle is one hand-off (a keyword search at 10,000 rows: ~2 ms less CPU)."""
-    from lancedb.background_loop import LOOP
+    table's schema three times, the query, then each batch, and each hand-off costs more when the
+    cores are busy; the same query on the table's async handle is one hand-off (docs/BENCHMARKS.md,
+    "Figures moved from code comments")."""
+    from lancedb.background_loop import LOOP  # imported here: see the module docstring
 
     query = start(table._table).select(columns)
     query = query.limit(limit) if limit is not None else query
@@ -55,6 +59,7 @@ def in_one_trip(table, start, columns: list[str], limit: int | None, where: str 
 def take_in_order(table, row_ids: list[int], columns: list[str]):
     """The rows with these row ids (the columns, "_rowid" among them if asked), in the order given,
     in one hand-off; a row gone since its id was read is left out."""
+    # imported here: see the module docstring
     import pyarrow as pa
     from lancedb.background_loop import LOOP
 
@@ -63,33 +68,3 @@ def take_in_order(table, row_ids: list[int], columns: list[str]):
     at = {row_id: i for i, row_id in enumerate(found.column(ROW_ID).to_pylist())}
     rows = found.take(pa.array([at[r] for r in row_ids if r in at], type=pa.int64()))
     return rows if ROW_ID in columns else rows.drop_columns([ROW_ID])
-
-
-class SideTables:
-    """The small tables beside `memories` (history, relations, co-recall links), each opened once
-    per connection and created by its first write. A part of MemoryStore (it uses `_db`)."""
-
-    def _side_table(self, name: str, schema_of, *, create: bool):
-        """The table `name` (None when it does not exist yet and `create` is False); `schema_of()`
-        gives its schema when it must be created. A reconnect (after compaction) reopens it."""
-        from ..errors import StorageError
-
-        db = self._db
-        handles = self.__dict__.setdefault("_side_handles", {})
-        cached = handles.get(name)
-        if cached is not None and cached[0] is db:
-            return cached[1]
-        try:
-            if name in db.list_tables().tables:
-                table = db.open_table(name)
-            elif create:
-                try:
-                    table = db.create_table(name, schema=schema_of())
-                except (ValueError, OSError):  # another process created it meanwhile
-                    table = db.open_table(name)
-            else:
-                return None
-        except Exception as exc:  # noqa: BLE001 - surfaced typed
-            raise StorageError(f"cannot open the {name} table: {exc}") from exc
-        handles[name] = (db, table)
-        return table

@@ -18,6 +18,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .connection import SMALL_INDEX_CACHE_BYTES, connect
 from .locking import LOCK_FILE, StoreLock
 from .manifests import DATA_DIR, Fragment, ManifestError, manifest_files, read_manifest
@@ -248,12 +250,10 @@ def _check_indexes(table, report: Report, *, fragments_ok: bool) -> None:
 
 def _query_indexes(table, indices) -> list[str]:
     """Run one query through each kind of index the table has."""
-    import numpy as np
-
     problems = []
     kinds = {str(i.index_type).upper() for i in indices}
     if kinds & {"FTS", "INVERTED"}:
-        from lancedb.query import MatchQuery
+        from lancedb.query import MatchQuery  # imported here: see connection.py's docstring
 
         try:
             table.search(MatchQuery("memory", "content"), query_type="fts").select(["id", "_score"]).limit(1).to_arrow()

@@ -1,8 +1,8 @@
 """An in-memory copy of the id, namespace, row address and vector of every row, for exact search.
 
-LanceDB's flat (brute-force) search costs ~12 ms over 10,000 rows here; the same dot products
-in numpy take ~0.3 ms, and fetching the ten winning rows by row address ~1.5 ms. Below the
-size where the store builds its approximate (HNSW) index, searches run here instead.
+LanceDB's flat (brute-force) search costs many times what the same dot products cost in numpy
+plus fetching the winning rows by row address (docs/BENCHMARKS.md). Below the size where the
+store builds its approximate (HNSW) index, searches run here instead.
 
 The copy is tied to one table version. The store reports each of its own commits (`committed`)
 with the ids it wrote or deleted, and the copy follows in place when that commit was the only
@@ -26,15 +26,14 @@ import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from ..runtime.blas import OneBlasThread
-from .connection import take_in_order
-from .filters import Filter, build_filter
-from .records import ContentMatch, MemoryRecord, ScoredMemory
-from .schema import SUMMARY_COLUMNS, rows_to_records
+from .blas import OneBlasThread
+from .records import MemoryRecord
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +52,19 @@ class Written:
     sequence: int | None = None
     expires: float = float("inf")  # epoch seconds; inf: never (pinned, or no expiry)
     pinned: bool = False
+
+
+@dataclass(frozen=True)
+class Change:
+    """One commit of this process, as the copy follows it. `removed`: ids deleted; `written`: rows
+    inserted or replaced, and `rows` the same rows as written to LanceDB (every column), whose
+    summary the copy then holds as current; `moved`: ids rewritten in place by LanceDB (same
+    vector, new row address)."""
+
+    written: Sequence[Written] = ()
+    rows: pa.Table | None = None
+    removed: Sequence[str] = ()
+    moved: Sequence[str] = ()
 
 
 @dataclass(frozen=True)
@@ -126,7 +138,7 @@ class ExactIndex:
                 vectors=vectors,
                 alive=np.ones(n, dtype=bool),
                 positions={memory_id: i for i, memory_id in enumerate(ids)},
-                summary=table.drop_columns(["vector", "_rowid"]).combine_chunks(),  # take() on one chunk is ~4x faster
+                summary=table.drop_columns(["vector", "_rowid"]).combine_chunks(),  # take() is faster on one chunk
                 current_summary=np.ones(n, dtype=bool),
             )
             self._snapshot = snap
@@ -139,7 +151,7 @@ class ExactIndex:
         """(row, similarity) of the best `limit` live rows not expired at `now`, best first."""
         if snap.n == 0 or limit <= 0:
             return []
-        with self._one_blas_thread():  # runtime/blas.py: a split product waits for a busy core
+        with self._one_blas_thread():  # blas.py: a split product waits for a busy core
             scores = snap.vectors[: snap.n] @ np.asarray(query, dtype=np.float32)
         candidates = np.flatnonzero(self._live(snap, namespace, now))
         return _best(scores[candidates], candidates, limit)
@@ -208,21 +220,8 @@ class ExactIndex:
                 for record in records:
                     self._records[record.id] = record
 
-    def committed(
-        self,
-        before: int,
-        after: int,
-        *,
-        removed: Sequence[str] = (),
-        written: Sequence[Written] = (),
-        rows: pa.Table | None = None,
-        moved: Sequence[str] = (),
-    ) -> None:
-        """Apply one commit of this process that took the table from `before` to `after`.
-
-        `removed`: ids deleted; `written`: rows inserted or replaced, and `rows` the same rows as
-        written to LanceDB (every column), whose summary the copy then holds as current;
-        `moved`: ids rewritten in place by LanceDB (same vector, new row address)."""
+    def committed(self, before: int, after: int, change: Change) -> None:
+        """Apply one commit of this process that took the table from `before` to `after`."""
         with self._lock:
             snap = self._snapshot
             if snap is None:
@@ -232,79 +231,45 @@ class ExactIndex:
                 return
             if after == before:
                 return
-            replaced = [*removed, *(w.id for w in written)]
-            for memory_id in [*replaced, *moved]:
+            for memory_id in [*change.removed, *(w.id for w in change.written), *change.moved]:
                 self._records.pop(memory_id, None)
-            alive = snap.alive
-            positions = snap.positions
-            addresses = snap.addresses
-            current_summary = snap.current_summary
-            if replaced:
-                alive, positions = alive.copy(), dict(positions)
-                for memory_id in replaced:
-                    row = positions.pop(memory_id, None)
-                    if row is not None:
-                        alive[row] = False
-            if moved:
-                addresses, current_summary = addresses.copy(), current_summary.copy()
-                for memory_id in moved:
-                    row = positions.get(memory_id)
-                    if row is not None:
-                        addresses[row] = UNKNOWN
-                        current_summary[row] = False
-            n, vectors, ids, namespaces, summary = snap.n, snap.vectors, snap.ids, snap.namespaces, snap.summary
-            sessions, sequences, expires, pinned = snap.sessions, snap.sequences, snap.expires, snap.pinned
-            if written:
-                m = len(written)
-                if len(positions) + m > self.max_rows:
+            snap = _without(snap, [*change.removed, *(w.id for w in change.written)])
+            snap = _moved(snap, change.moved)
+            if change.written:
+                if len(snap.positions) + len(change.written) > self.max_rows:
                     self._drop()
                     return
-                if n + m > vectors.shape[0]:
-                    grown = np.empty((n + m + (n + m) // 4 + 256, self.dim), dtype=np.float32)
-                    grown[:n] = vectors[:n]
-                    vectors = grown
-                # Rows past n belong to no published snapshot yet, so writing them is safe.
-                vectors[n : n + m] = np.stack([np.asarray(w.vector, dtype=np.float32) for w in written])
-                ids = np.concatenate([ids, np.array([w.id for w in written], dtype=object)])
-                addresses = np.concatenate([addresses, np.full(m, UNKNOWN, dtype=np.int64)])
-                namespaces = np.concatenate(
-                    [namespaces, np.array([self._code(w.namespace) for w in written], np.int32)]
-                )
-                sessions = np.concatenate(
-                    [sessions, np.array([self._session(w.session_id) for w in written], np.int32)]
-                )
-                sequences = np.concatenate(
-                    [sequences, np.array([-1 if w.sequence is None else w.sequence for w in written], np.int64)]
-                )
-                expires = np.concatenate([expires, np.array([w.expires for w in written], np.float64)])
-                pinned = np.concatenate([pinned, np.array([w.pinned for w in written], bool)])
-                alive = np.concatenate([alive, np.ones(m, dtype=bool)])
-                appended = _appended_summary(summary, n, rows, m)
-                summary = appended if appended is not None else summary
-                current_summary = np.concatenate([current_summary, np.full(m, appended is not None)])
-                for offset, w in enumerate(written):
-                    positions[w.id] = n + offset
-                n += m
-            if n > 2 * max(len(positions), 512):
+                snap = self._appended(snap, change.written, change.rows)
+            if snap.n > 2 * max(len(snap.positions), 512):
                 self._drop()  # mostly dead rows: cheaper to reload than to keep scanning
                 return
-            self._snapshot = replace(
-                snap,
-                version=after,
-                n=n,
-                ids=ids,
-                addresses=addresses,
-                namespaces=namespaces,
-                sessions=sessions,
-                sequences=sequences,
-                expires=expires,
-                pinned=pinned,
-                vectors=vectors,
-                alive=alive,
-                positions=positions,
-                current_summary=current_summary,
-                summary=summary,
-            )
+            self._snapshot = replace(snap, version=after)
+
+    def _appended(self, snap: Snapshot, written: Sequence[Written], rows: pa.Table | None) -> Snapshot:
+        """The snapshot with the rows of a commit appended (as rows n.. of the copy)."""
+        n, m = snap.n, len(written)
+        vectors = snap.vectors
+        if n + m > vectors.shape[0]:
+            vectors = np.empty((n + m + (n + m) // 4 + 256, self.dim), dtype=np.float32)
+            vectors[:n] = snap.vectors[:n]
+        # Rows past n belong to no published snapshot yet, so writing them is safe.
+        vectors[n : n + m] = np.stack([np.asarray(w.vector, dtype=np.float32) for w in written])
+        added = _columns_of(written, self._code, self._session)
+        grown: dict[str, Any] = {name: np.concatenate([getattr(snap, name), values]) for name, values in added.items()}
+        summary = _appended_summary(snap.summary, n, rows, m)
+        positions = dict(snap.positions)
+        positions.update((w.id, n + offset) for offset, w in enumerate(written))
+        return replace(
+            snap,
+            n=n + m,
+            vectors=vectors,
+            positions=positions,
+            summary=summary if summary is not None else snap.summary,
+            current_summary=np.concatenate([snap.current_summary, np.full(m, summary is not None)]),
+            alive=np.concatenate([snap.alive, np.ones(m, dtype=bool)]),
+            addresses=np.concatenate([snap.addresses, np.full(m, UNKNOWN, dtype=np.int64)]),
+            **grown,
+        )
 
     def rebased(self, before: int, after: int) -> None:
         """This process compacted the table from `before` to `after`: the same rows with the same
@@ -323,8 +288,7 @@ class ExactIndex:
         """The live rows a read would fetch from LanceDB and whose address is not known: those
         whose columns the copy's summary no longer holds (rewritten by LanceDB). A row the summary
         holds, such as every row this process writes, is never read by address: looking those
-        up after each write cost the upkeep thread ~20 ms per batch of 100, beside the next
-        batch's embedding."""
+        up after each write took the upkeep thread's time beside the next batch's embedding."""
         rows = np.flatnonzero(snap.alive & (snap.addresses == UNKNOWN) & ~snap.current_summary)
         return [snap.ids[i] for i in rows]
 
@@ -367,8 +331,46 @@ def _best(scores: np.ndarray, candidates: np.ndarray, limit: int) -> list[tuple[
     return [(int(candidates[i]), float(scores[i])) for i in best]
 
 
-# Appended summaries are merged into one chunk past this many chunks: take() on one chunk is
-# ~4x faster, and merging every commit would copy the whole summary each time.
+def _without(snap: Snapshot, ids: Sequence[str]) -> Snapshot:
+    """The snapshot with these ids' rows no longer alive (deleted, or replaced by a row appended)."""
+    if not ids:
+        return snap
+    alive, positions = snap.alive.copy(), dict(snap.positions)
+    for memory_id in ids:
+        row = positions.pop(memory_id, None)
+        if row is not None:
+            alive[row] = False
+    return replace(snap, alive=alive, positions=positions)
+
+
+def _moved(snap: Snapshot, ids: Sequence[str]) -> Snapshot:
+    """The snapshot after LanceDB rewrote these ids' rows in place: same vector, new row address, and
+    columns the copy's summary no longer holds."""
+    if not ids:
+        return snap
+    addresses, current_summary = snap.addresses.copy(), snap.current_summary.copy()
+    for memory_id in ids:
+        row = snap.positions.get(memory_id)
+        if row is not None:
+            addresses[row] = UNKNOWN
+            current_summary[row] = False
+    return replace(snap, addresses=addresses, current_summary=current_summary)
+
+
+def _columns_of(written: Sequence[Written], namespace_code, session_code) -> dict[str, np.ndarray]:
+    """The per-row arrays of Snapshot (by field name) for rows a commit wrote."""
+    return {
+        "ids": np.array([w.id for w in written], dtype=object),
+        "namespaces": np.array([namespace_code(w.namespace) for w in written], np.int32),
+        "sessions": np.array([session_code(w.session_id) for w in written], np.int32),
+        "sequences": np.array([-1 if w.sequence is None else w.sequence for w in written], np.int64),
+        "expires": np.array([w.expires for w in written], np.float64),
+        "pinned": np.array([w.pinned for w in written], bool),
+    }
+
+
+# Appended summaries are merged into one chunk past this many chunks: take() is several times
+# faster on one chunk, and merging every commit would copy the whole summary each time.
 _MAX_SUMMARY_CHUNKS = 16
 
 
@@ -389,8 +391,6 @@ def _appended_summary(summary: pa.Table, n: int, rows: pa.Table | None, m: int) 
 def _pinned(table: pa.Table) -> np.ndarray:
     if "pinned" not in table.column_names:
         return np.zeros(table.num_rows, dtype=bool)
-    import pyarrow.compute as pc
-
     return pc.fill_null(table.column("pinned"), False).to_numpy(zero_copy_only=False).astype(bool)
 
 
@@ -399,8 +399,6 @@ def _expiries(table: pa.Table) -> np.ndarray:
     n = table.num_rows
     if "expires_at" not in table.column_names:
         return np.full(n, np.inf)
-    import pyarrow.compute as pc
-
     seconds = pc.cast(table.column("expires_at"), pa.int64()).to_numpy(zero_copy_only=False)
     expires = np.where(pc.is_null(table.column("expires_at")).to_numpy(zero_copy_only=False), np.inf, 0.0)
     known = ~np.isinf(expires)
@@ -409,170 +407,3 @@ def _expiries(table: pa.Table) -> np.ndarray:
         pinned = pc.fill_null(table.column("pinned"), False).to_numpy(zero_copy_only=False)
         expires[pinned] = np.inf
     return expires
-
-
-# Up to this many unresolved row addresses are looked up by id; more (many rewritten rows),
-# by one scan of the id column.
-RESOLVE_BY_ID_MAX = 1024
-
-
-class ExactSearch:
-    """MemoryStore's searches and row fetches through the in-memory exact copy (uses the store's table)."""
-
-    def _exact_snapshot(self, *, load: bool = True) -> Snapshot | None:
-        """The exact copy at the table's current version (loading it if allowed and small
-        enough), or None when searches must go to LanceDB."""
-        if self._vector_index_ready():
-            return None
-        try:
-            version = self.version
-            snap = self._exact.current(version)
-            if snap is not None or not load or self._exact_skipped_at == version:
-                return snap
-            if self._table.count_rows() > self._exact.max_rows:
-                self._exact_skipped_at = version
-                return None
-            columns = [*SUMMARY_COLUMNS, "vector"]
-            scan = self._table.search().select(columns).with_row_id(True).limit(None).to_arrow()
-            if self._table.version != version:
-                return None  # changed while reading: let LanceDB answer this time
-            return self._exact.load(scan, version)
-        except Exception:  # noqa: BLE001 - LanceDB's own search is always there to fall back on
-            log.debug("exact index unavailable", exc_info=True)
-            return None
-
-    def _exact_for(self, flt: Filter | None) -> tuple[Snapshot, str | None] | None:
-        """The copy and the namespace to keep when the copy can answer under this filter (none, or
-        one namespace only); None when LanceDB must."""
-        if flt is not None and (flt.metadata or flt.as_of is not None or (flt.sql and flt.only_namespace is None)):
-            return None
-        snap = self._exact_snapshot()
-        if snap is None:
-            return None
-        return snap, flt.only_namespace if flt else None
-
-    def _exact_search(
-        self, vector: np.ndarray, limit: int, flt: Filter | None, with_vectors: bool
-    ) -> list[ScoredMemory] | None:
-        found = self._exact_for(flt)
-        if found is None:
-            return None
-        snap, namespace = found
-        top = self._exact.top(snap, vector, limit, namespace, self.now().timestamp())
-        records = self._fetch_rows(snap, [row for row, _ in top], with_vectors=with_vectors)
-        if records is None:
-            return None
-        return [ScoredMemory(r, min(1.0, max(0.0, score))) for r, (_, score) in zip(records, top)]
-
-    def _exact_contents_many(
-        self, vectors: np.ndarray, limit: int, flt: Filter | None
-    ) -> list[list[ContentMatch]] | None:
-        """`_exact_search` for several vectors, one product, reading only each hit's content and
-        namespace: the write checks compare texts, and building every hit's whole record took most
-        of their time (a batch of 100 in 10 namespaces of 3,000 memories: 55 ms in-process)."""
-        found = self._exact_for(flt)
-        if found is None:
-            return None
-        snap, namespace = found
-        tops = self._exact.top_many(snap, vectors, limit, namespace, self.now().timestamp())
-        by_row = self._contents(snap, list(dict.fromkeys(row for top in tops for row, _ in top)))
-        if by_row is None:
-            return None
-        return [
-            [ContentMatch(snap.ids[row], min(1.0, max(0.0, score)), *by_row[row]) for row, score in top] for top in tops
-        ]
-
-    def _contents(self, snap: Snapshot, rows: list[int]) -> dict[int, tuple[str, str]] | None:
-        """row -> (content, namespace) for these rows of the copy: from the copy's summary, or from
-        the records of rows rewritten since it was loaded; None when the table no longer matches
-        the copy."""
-        current = [row for row in rows if snap.current_summary[row]]
-        found: dict[int, tuple[str, str]] = {}
-        if current:
-            table = snap.summary.select(["content", "namespace"]).take(current)
-            found.update(zip(current, zip(table.column("content").to_pylist(), table.column("namespace").to_pylist())))
-        stale = [row for row in rows if row not in found]
-        if stale:
-            records = self._fetch_rows(snap, stale, with_vectors=False)
-            if records is None:
-                return None
-            found.update((row, (r.content, r.namespace)) for row, r in zip(stale, records, strict=True))
-        return found
-
-    def _exact_neighbours(
-        self, windows: Sequence[tuple[str, int, int]], flt: Filter | None
-    ) -> list[MemoryRecord] | None:
-        """Session neighbours from the copy (with vectors); None when LanceDB must answer."""
-        found = self._exact_for(flt)
-        if found is None:
-            return None
-        snap, namespace = found
-        rows = self._exact.session_rows(snap, windows, namespace, self.now().timestamp())
-        return self._fetch_rows(snap, rows, with_vectors=True)
-
-    def _exact_pinned(self, namespace: str | None) -> list[MemoryRecord] | None:
-        """Pinned memories (with vectors) from the copy; None when LanceDB must answer."""
-        snap = self._exact_snapshot()
-        if snap is None:
-            return None
-        return self._fetch_rows(snap, self._exact.pinned_rows(snap, namespace), with_vectors=True)
-
-    def _fetch_rows(self, snap: Snapshot, rows: list[int], *, with_vectors: bool) -> list[MemoryRecord] | None:
-        """The records at these rows of the copy, in order; None when the table no longer
-        matches the copy (a row is missing), so the caller asks LanceDB instead."""
-        if not rows:
-            return []
-        wanted = [snap.ids[row] for row in rows]
-        loaded = [row for row in rows if snap.current_summary[row]]
-        by_id = {r.id: r for r in rows_to_records(snap.summary.take(loaded))} if loaded else {}
-        by_id.update(self._exact.kept([i for i in wanted if i not in by_id]))
-        missing = [row for row in rows if snap.ids[row] not in by_id]
-        addresses = [int(snap.addresses[row]) for row in missing if snap.addresses[row] != UNKNOWN]
-        unknown = [snap.ids[row] for row in missing if snap.addresses[row] == UNKNOWN]
-        try:
-            found: list[MemoryRecord] = []
-            if addresses:
-                found += rows_to_records(take_in_order(self._table, addresses, SUMMARY_COLUMNS))
-            if unknown:
-                found += rows_to_records(self._scan(build_filter(ids=unknown).sql, SUMMARY_COLUMNS))
-        except Exception:  # noqa: BLE001 - stale addresses: fall back to a search by value
-            log.debug("fetching rows by address failed", exc_info=True)
-            return None
-        wanted_ids = set(wanted)
-        fresh = [r for r in found if r.id in wanted_ids]
-        self._exact.keep(snap, fresh)
-        by_id.update((r.id, r) for r in fresh)
-        if any(i not in by_id for i in wanted):
-            return None
-        # Copies, so a caller changing a record never changes the kept one. The copy's vectors
-        # are the stored ones (the same float32 values).
-        if not with_vectors:
-            return [replace(by_id[i]) for i in wanted]
-        return [replace(by_id[i], vector=snap.vectors[row].copy()) for i, row in zip(wanted, rows)]
-
-    def refresh_exact(self) -> None:
-        """Upkeep: (re)load the exact copy and look up row addresses of rows written since."""
-        snap = self._exact_snapshot()
-        if snap is None:
-            return
-        pending = self._exact.unresolved(snap)
-        if not pending:
-            return
-        try:
-            query = self._table.search().with_row_id(True)
-            if len(pending) > RESOLVE_BY_ID_MAX:  # many rewritten rows: every address, from one scan
-                found = query.select(["id"]).limit(None).to_arrow()
-            else:
-                query = query.where(build_filter(ids=pending).sql).select(SUMMARY_COLUMNS)
-                found = query.limit(len(pending)).to_arrow()
-            if self._table.version != snap.version:
-                return
-        except Exception:  # noqa: BLE001 - advisory: unresolved rows are fetched by id
-            log.debug("resolving row addresses failed", exc_info=True)
-            return
-        ids, addresses = found.column("id").to_pylist(), found.column("_rowid").to_pylist()
-        self._exact.resolve_addresses(snap.version, dict(zip(ids, addresses)))
-        if len(pending) <= RESOLVE_BY_ID_MAX:
-            # Rewritten rows (recall's access counts) are the ones found again soonest: keep them
-            # now rather than on the next search that hits them.
-            self._exact.keep(snap, rows_to_records(found.drop_columns(["_rowid"])))

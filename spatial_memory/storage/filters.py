@@ -41,7 +41,7 @@ COLUMNS: dict[str, str] = {
     "version": "number",
 }
 MAX_LIST_VALUES = 1_000
-# A where clause no memory can meet (MemoryStore._search_where): the search need not run.
+# A where clause no memory can meet (Reads.search_where): the search need not run.
 NO_MATCH = "false"
 
 

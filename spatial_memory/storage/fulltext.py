@@ -1,15 +1,22 @@
 """Keyword search: LanceDB's native BM25 full-text index on `content`, and queries reduced to
-plain words so no user syntax reaches it. A part of MemoryStore (it uses the store's table)."""
+plain words so no user syntax reaches it."""
 
 from __future__ import annotations
 
 import logging
+import unicodedata
 from typing import Any
 
 from ..errors import StorageError
+from .access_counts import AccessCounts
+from .exact_search import ExactSearch
 from .filters import NO_MATCH, Filter
+from .reads import Reads, summary_columns
 from .records import MemoryRecord
-from .schema import SUMMARY_COLUMNS, rows_to_records
+from .schema import rows_to_records
+from .table import MemoryTable
+from .vector_search import NamespaceSearch
+from .writer import WriteActivity, Writer
 
 log = logging.getLogger(__name__)
 
@@ -25,8 +32,6 @@ def match_text(text: str) -> str:
     """A query reduced to plain words: punctuation, symbols (emoji, operators such as + - * ~ :),
     quotes and brackets become spaces, so nothing the user typed is read as query syntax.
     Operator words (AND, OR, NOT) stay plain words. At most MAX_QUERY_TERMS distinct words."""
-    import unicodedata
-
     if not isinstance(text, str):
         return ""
     normalized = unicodedata.normalize("NFKC", text)
@@ -36,45 +41,61 @@ def match_text(text: str) -> str:
 
 
 class FullTextSearch:
-    """MemoryStore's full-text methods."""
+    def __init__(
+        self,
+        table: MemoryTable,
+        writer: Writer,
+        reads: Reads,
+        exact: ExactSearch,
+        namespace_search: NamespaceSearch,
+        accesses: AccessCounts,
+        activity: WriteActivity,
+    ) -> None:
+        self._table = table
+        self._writer = writer
+        self._reads = reads
+        self._exact = exact
+        self._namespace_search = namespace_search
+        self._accesses = accesses
+        self._activity = activity
 
-    def _fts_index(self):
+    def _index(self) -> Any:
         return next(
             (
                 index
-                for index in self._table.list_indices()
+                for index in self._table.handle.list_indices()
                 if list(index.columns) == ["content"] and str(index.index_type).upper() in ("FTS", "INVERTED")
             ),
             None,
         )
 
-    def has_fts_index(self) -> bool:
-        return self._fts_index() is not None
+    def has_index(self) -> bool:
+        return self._index() is not None
 
-    def fts_unindexed_rows(self) -> int:
+    def unindexed_rows(self) -> int:
         """Rows the full-text index does not cover yet (every keyword search scans them); 0 without an index."""
-        index = self._fts_index()
+        index = self._index()
         return int(getattr(index, "num_unindexed_rows", 0) or 0) if index is not None else 0
 
-    def _ensure_fts_index(self) -> None:
+    def ensure_index(self) -> None:
         """Create LanceDB's native full-text index on `content` when the table has none.
 
         Rows written after the index was built are still searched (LanceDB scans the
         unindexed rows too) and compaction folds them into the index. Failing to build it
         only makes keyword search slower, so it is logged, not raised.
         """
-        from lancedb.index import FTS
+        from lancedb.index import FTS  # imported here: see connection.py's docstring
 
         try:
-            if self.read_only or self.has_fts_index():
+            if self._writer.read_only or self.has_index():
                 return
-            with self._write_lock:
-                if not self.has_fts_index():
-                    self._table.create_index("content", config=FTS(**FTS_OPTIONS), replace=False)
+            with self._writer.lock:
+                if not self.has_index():
+                    self._table.handle.create_index("content", config=FTS(**FTS_OPTIONS), replace=False)
         except Exception as exc:  # noqa: BLE001 - keyword search works unindexed, just slower
             log.warning("could not create the full-text index on content: %s", exc)
 
-    def fts_search(
+    def search(
         self, text: str, limit: int, flt: Filter | None = None, *, with_vectors: bool = False
     ) -> list[tuple[MemoryRecord, float]]:
         """Best keyword matches for `text` with their BM25 scores, best first.
@@ -84,42 +105,42 @@ class FullTextSearch:
         """
         # With the exact in-memory copy, only ids and scores come from the index and the rows
         # from the copy: LanceDB's random-access row fetch is most of a keyword search's time.
-        if self._exact_snapshot(load=False) is not None:
-            hits = self.fts_ids(text, limit, flt)
+        if self._exact.snapshot(load=False) is not None:
+            hits = self.ids(text, limit, flt)
             if hits is None:
                 return []
-            records = self.get_many([i for i, _ in hits], with_vectors=with_vectors)
+            records = self._reads.get_many([i for i, _ in hits], with_vectors=with_vectors)
             if len(records) == len(hits):
                 return list(zip(records, [score for _, score in hits], strict=True))
             found = {r.id: r for r in records}  # a row deleted since the search: left out
             return [(found[i], score) for i, score in hits if i in found]
-        table = self._fts_query(text, limit, flt, SUMMARY_COLUMNS + (["vector"] if with_vectors else []))
+        table = self.query(text, limit, flt, summary_columns(with_vectors))
         if table is None:
             return []
         scores = [float(s) for s in table.column("_score").to_pylist()]
-        records = self._with_accesses(rows_to_records(table.drop_columns(["_score"])))
+        records = self._accesses.apply(rows_to_records(table.drop_columns(["_score"])))
         return list(zip(records, scores, strict=True))
 
-    def fts_ids(self, text: str, limit: int, flt: Filter | None = None) -> list[tuple[str, float]] | None:
+    def ids(self, text: str, limit: int, flt: Filter | None = None) -> list[tuple[str, float]] | None:
         """(id, BM25 score) of the best keyword matches, best first; None when nothing can match."""
-        table = self._fts_query(text, limit, flt, ["id"])
+        table = self.query(text, limit, flt, ["id"])
         if table is None:
             return None
         return list(zip(table.column("id").to_pylist(), [float(s) for s in table.column("_score").to_pylist()]))
 
-    def _fts_query(self, text: str, limit: int, flt: Filter | None, columns: list[str]):
+    def query(self, text: str, limit: int, flt: Filter | None, columns: list[str]) -> Any:
         """The keyword search's Arrow table (the columns and _score), or None when nothing can match."""
-        from lancedb.query import MatchQuery
+        from lancedb.query import MatchQuery  # imported here: see ensure_index
 
         terms = match_text(text)
         if not terms:
             return None
-        where = self._search_where(flt)
+        where = self._reads.search_where(flt)
         if where is NO_MATCH:
             return None
-        self._keyword_searches_since_compaction += 1  # see Maintenance.fts_may_lag
+        self._activity.keyword_searches += 1  # see Maintenance.fts_may_lag
         try:
-            return self._namespace_search(
+            return self._namespace_search.run(
                 lambda table, rows, share: table.query().nearest_to_text(MatchQuery(terms, "content")),
                 columns,
                 "_score",

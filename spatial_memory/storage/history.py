@@ -1,6 +1,6 @@
 """The states memories left behind: versions replaced by update_memory, memories closed by a successor.
 
-A part of MemoryStore (it uses the store's database, lock and commit helpers). The history lives
+It writes through the store's Writer, beside the memories table (table.py). The history lives
 in its own table, `memory_versions` (schema.HISTORY_TABLE), created by the first retirement, so
 the memories table only ever holds current memories and every existing read stays as it was.
 
@@ -19,6 +19,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import pyarrow as pa
 
@@ -34,6 +35,8 @@ from .schema import (
     records_to_arrow,
     rows_to_records,
 )
+from .table import MemoryTable
+from .writer import Writer
 
 log = logging.getLogger(__name__)
 
@@ -56,13 +59,18 @@ class RetiredState:
 
 
 class VersionHistory:
-    """MemoryStore's history methods."""
+    def __init__(self, table: MemoryTable, writer: Writer) -> None:
+        self._table = table
+        self._writer = writer
 
-    def _history(self, *, create: bool = False):
+    def _schema(self) -> pa.Schema:
+        return history_schema(self._table.model_id, self._table.dim)
+
+    def _history(self, *, create: bool = False) -> Any:
         """The history table (None when it does not exist yet and `create` is False)."""
-        return self._side_table(HISTORY_TABLE, lambda: history_schema(self.model_id, self.dim), create=create)
+        return self._table.side_table(HISTORY_TABLE, self._schema, create=create)
 
-    def _retire(self, states: Sequence[RetiredState], max_versions: int) -> None:
+    def retire(self, states: Sequence[RetiredState], max_versions: int) -> None:
         """Write retired states (under the write lock), keeping at most `max_versions` versions per
         memory, the one replacing them included."""
         if not states:
@@ -75,18 +83,20 @@ class VersionHistory:
             for s in states
             if s.record.version + 1 > max_versions
         ]
-        with self._write_lock:
+        with self._writer.lock:
             merge = table.merge_insert("version_key").when_matched_update_all().when_not_matched_insert_all()
             if trims:
                 merge = merge.when_not_matched_by_source_delete(" OR ".join(trims))
-            self._attempt("history write failed, nothing was changed", lambda: merge.execute(data), None, counted=False)
+            self._writer.attempt(
+                "history write failed, nothing was changed", lambda: merge.execute(data), counted=False
+            )
 
     def _history_arrow(self, states: Sequence[RetiredState]) -> pa.Table:
         """Retired states as rows of the history table (with their vectors)."""
         if not states:
-            return history_schema(self.model_id, self.dim).empty_table()
-        # Not the store's _to_arrow: tests break that one to fail the memories table's commit.
-        data = records_to_arrow([s.record for s in states], self.model_id, self.dim)
+            return self._schema().empty_table()
+        # Not MemoryTable.to_arrow: tests break that one to fail the memories table's commit.
+        data = records_to_arrow([s.record for s in states], self._table.model_id, self._table.dim)
         extra = {
             "version_key": pa.array([s.key for s in states], pa.string()),
             "valid_until": pa.array([s.valid_until for s in states], TS),
@@ -95,7 +105,7 @@ class VersionHistory:
         }
         for name in _HISTORY_ONLY:
             data = data.append_column(name, extra[name])
-        return data.select(history_schema(self.model_id, self.dim).names)
+        return data.select(self._schema().names)
 
     def history_arrow(self, flt: Filter | None) -> pa.Table:
         """Every retired state matching the filter, as history rows (for export)."""
@@ -133,7 +143,7 @@ class VersionHistory:
     def _current_versions(self, ids: list[str]) -> dict[str, int]:
         found: dict[str, int] = {}
         for start in range(0, len(ids), MAX_LIST_VALUES):
-            table = self._scan(build_filter(ids=ids[start : start + MAX_LIST_VALUES]).sql, ["id", "version"])
+            table = self._table.scan(build_filter(ids=ids[start : start + MAX_LIST_VALUES]).sql, ["id", "version"])
             for memory_id, version in zip(table.column("id").to_pylist(), table.column("version").to_pylist()):
                 found[memory_id] = int(version or 1)
         return found
@@ -167,18 +177,18 @@ class VersionHistory:
         where = " AND ".join(f"({c})" for c in (flt.sql, retired_current_at(moment)) if c)
         return [s.record for s in self._real(self._history_rows(where, with_vectors=True))]
 
-    def restore_history(self, states: Sequence[RetiredState]) -> None:
+    def restore(self, states: Sequence[RetiredState]) -> None:
         """Write retired states as they are (import)."""
         if states:
-            self._retire(states, max_versions=1 << 30)
+            self.retire(states, max_versions=1 << 30)
 
-    def drop_history(self, ids: Sequence[str]) -> None:
+    def drop(self, ids: Sequence[str]) -> None:
         """Remove every retired state of these memories (before they are forgotten)."""
         table = self._history()
         wanted = list(dict.fromkeys(ids))
         if table is None or not wanted:
             return
-        with self._write_lock:
+        with self._writer.lock:
             for start in range(0, len(wanted), MAX_LIST_VALUES):
                 where = build_filter(ids=wanted[start : start + MAX_LIST_VALUES]).sql
-                self._attempt("history delete failed", lambda w=where: table.delete(w), None, counted=False)
+                self._writer.attempt("history delete failed", lambda w=where: table.delete(w), counted=False)

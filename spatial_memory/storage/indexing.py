@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from dataclasses import dataclass
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -22,20 +24,19 @@ VECTOR_INDEX_NAME = "vector_idx"
 class IndexPolicy:
     vector_index_threshold: int = 50_000
     scalar_index_threshold: int = 20_000
-    ef: int = 400  # recall@10 vs exact at 1M near-data queries: 0.90 at 200, 0.97 at 400 (+2.4 ms)
+    ef: int = 400  # HNSW search width: recall@10 against exact search per width in docs/BENCHMARKS.md
     refine_factor: int = 5
     retrain_growth: float = 2.0  # rebuild once the table has grown this much since the build
     # Compaction indexes new rows as extra index segments ("deltas"), and every query searches
-    # each one: measured at 100,000 rows, 3 segments cost 14.4 ms a query against 11.3 ms for
-    # one. Past this many, the index is rebuilt as a single segment.
+    # each one, so each segment adds to every query's time (docs/BENCHMARKS.md). Past this many,
+    # the index is rebuilt as a single segment.
     max_segments: int = 3
 
     def search_ef(self, k: int, share: float = 1.0) -> int:
         """The HNSW search width for k results among `share` of the rows (a namespace filter). A
         prefiltered search fills its width with rows that pass the filter only, walking ~1/share as
-        much of the graph, so the width shrinks with the share: at 100,000 rows, 50 of one
-        namespace's tenth took 8 ms at width 50 and 20-34 ms at 400, with recall@50 against exact
-        search 0.998 and 1.000."""
+        much of the graph, so the width shrinks with the share, at no loss of recall against exact
+        search (docs/BENCHMARKS.md)."""
         return max(k, math.ceil(self.ef * share))
 
 
@@ -73,7 +74,7 @@ def vector_index_segments(table) -> int:
 
 def ensure_indexes(table, rows: int, policy: IndexPolicy) -> list[str]:
     """Create or rebuild indexes the table's size calls for. Returns what was done."""
-    from lancedb.index import HnswSq
+    from lancedb.index import HnswSq  # imported here: see connection.py's docstring
 
     done = []
     if rows >= policy.scalar_index_threshold:
@@ -96,3 +97,30 @@ def ensure_indexes(table, rows: int, policy: IndexPolicy) -> list[str]:
         )
         done.append(f"vector index over {rows} rows ({partitions} partition(s))")
     return done
+
+
+# Another process may build the index: a store looks again this often.
+RECHECK_INDEX_SECONDS = 30.0
+
+
+class VectorIndexState:
+    """Whether the memories table has its vector index, looked at again every RECHECK_INDEX_SECONDS.
+    `table` is the store's MemoryTable (anything with the LanceDB table as `handle`)."""
+
+    def __init__(self, table: Any) -> None:
+        self._table = table
+        self._indexed = False
+        self._checked_at = 0.0
+        self.refresh()
+
+    def refresh(self) -> None:
+        try:
+            self._indexed = vector_index_rows(self._table.handle) is not None
+        except Exception:  # noqa: BLE001 - advisory; searching without ef/refine still works
+            self._indexed = False
+        self._checked_at = time.monotonic()
+
+    def ready(self) -> bool:
+        if time.monotonic() - self._checked_at > RECHECK_INDEX_SECONDS:
+            self.refresh()
+        return self._indexed

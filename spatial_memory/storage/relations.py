@@ -1,11 +1,11 @@
 """Relations between memories: typed, directed links kept in their own small table.
 
-A part of MemoryStore (it uses the store's database, lock and commit helpers). The table,
+It writes through the store's Writer, beside the memories table (table.py). The table,
 `relations` (created by the first `relate`), holds one row per (source, relation, target) with a
 weight, when it was made and who made it. Each write is one commit under the store's write lock.
 
 A relation counts only while both of its memories are current: forgetting a memory drops its
-relations (MemoryStore.delete_where, before the memories' own commit), and every read leaves out
+relations (MemoryWrites.delete_where, before the memories' own commit), and every read leaves out
 a relation whose other end is gone, so a crash between the two commits, or a relation written by
 an import whose memories never landed, is never shown.
 
@@ -20,12 +20,16 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import pyarrow as pa
 
 from ..errors import StorageError
 from .filters import MAX_LIST_VALUES, quote
+from .reads import Reads
 from .records import Provenance
+from .table import MemoryTable
+from .writer import Writer
 
 RELATIONS_TABLE = "relations"
 _TS = pa.timestamp("us", tz="UTC")
@@ -110,38 +114,42 @@ _EMPTY = RelationGraph(None, [])
 
 
 class Relations:
-    """MemoryStore's relation methods."""
+    def __init__(self, table: MemoryTable, writer: Writer, reads: Reads) -> None:
+        self._table = table
+        self._writer = writer
+        self._reads = reads
+        self._lock = threading.Lock()
+        self._graph: RelationGraph | None = None
 
-    def _relations_table(self, *, create: bool = False):
+    def _relations_table(self, *, create: bool = False) -> Any:
         """The relations table (None when it does not exist yet and `create` is False)."""
-        return self._side_table(RELATIONS_TABLE, lambda: RELATIONS_SCHEMA, create=create)
+        return self._table.side_table(RELATIONS_TABLE, lambda: RELATIONS_SCHEMA, create=create)
 
-    def relation_graph(self) -> RelationGraph:
-        """Every stored relation (both ends not checked: see `relations_of`), read once per version."""
+    def graph(self) -> RelationGraph:
+        """Every stored relation (both ends not checked: see `of`), read once per version."""
         table = self._relations_table()
         if table is None:
             return _EMPTY
-        lock = self.__dict__.setdefault("_relations_lock", threading.Lock())
         try:
             version = table.version
-            cached: RelationGraph | None = getattr(self, "_relations_graph", None)
+            cached = self._graph
             if cached is not None and cached.version == version:
                 return cached
-            with lock:
+            with self._lock:
                 data = table.search().select(RELATIONS_SCHEMA.names).limit(None).to_arrow()
         except Exception as exc:  # noqa: BLE001
             raise StorageError(f"reading relations failed: {exc}") from exc
         graph = RelationGraph(version, _relations_of(data))
-        self._relations_graph = graph
+        self._graph = graph
         return graph
 
-    def relations_of(self, ids: Sequence[str]) -> list[Relation]:
+    def of(self, ids: Sequence[str]) -> list[Relation]:
         """The relations of these memories whose two ends are both current memories."""
-        found = self.relation_graph().of(ids)
+        found = self.graph().of(ids)
         if not found:
             return []
         ends = {e for r in found for e in (r.source_id, r.target_id)}
-        alive = {r.id for r in self.get_many(list(ends))}
+        alive = {r.id for r in self._reads.get_many(list(ends))}
         return [r for r in found if r.source_id in alive and r.target_id in alive]
 
     def relate(self, relations: Sequence[Relation]) -> None:
@@ -151,10 +159,10 @@ class Relations:
             return
         table = self._relations_table(create=True)
         data = _arrow(relations)
-        with self._write_lock:
+        with self._writer.lock:
             merge = table.merge_insert("relation_key").when_matched_update_all().when_not_matched_insert_all()
             failure = "relation write failed, nothing was changed"
-            self._attempt(failure, lambda: merge.execute(data), None, counted=False)
+            self._writer.attempt(failure, lambda: merge.execute(data), counted=False)
 
     def unrelate(self, source_id: str, target_id: str, relation: str | None) -> list[Relation]:
         """Delete the relations from source to target (only `relation`, when given), one commit;
@@ -162,40 +170,40 @@ class Relations:
         table = self._relations_table()
         if table is None:
             return []
-        with self._write_lock:
+        with self._writer.lock:
             gone = [
                 r
-                for r in self.relation_graph().by_memory.get(source_id, ())
+                for r in self.graph().by_memory.get(source_id, ())
                 if (r.source_id, r.target_id) == (source_id, target_id) and relation in (None, r.relation)
             ]
             if gone:
                 where = f"relation_key IN ({', '.join(quote(r.key) for r in gone)})"
                 failure = "relation delete failed, nothing was changed"
-                self._attempt(failure, lambda: table.delete(where), None, counted=False)
+                self._writer.attempt(failure, lambda: table.delete(where), counted=False)
         return gone
 
-    def drop_relations(self, ids: Sequence[str]) -> None:
+    def drop(self, ids: Sequence[str]) -> None:
         """Remove every relation of these memories (before they are forgotten)."""
         table = self._relations_table()
         wanted = list(dict.fromkeys(ids))
         if table is None or not wanted:
             return
-        graph = self.relation_graph()
+        graph = self.graph()
         if not any(i in graph.by_memory for i in wanted):
             return
-        with self._write_lock:
+        with self._writer.lock:
             for start in range(0, len(wanted), MAX_LIST_VALUES):
                 listed = ", ".join(quote(i) for i in wanted[start : start + MAX_LIST_VALUES])
                 where = f"source_id IN ({listed}) OR target_id IN ({listed})"
-                self._attempt("relation delete failed", lambda w=where: table.delete(w), None, counted=False)
+                self._writer.attempt("relation delete failed", lambda w=where: table.delete(w), counted=False)
 
-    def current_relations(self) -> list[Relation]:
+    def current(self) -> list[Relation]:
         """Every relation whose two ends are current (export)."""
-        graph = self.relation_graph()
+        graph = self.graph()
         if not graph.relations:
             return []
         ends = list({e for r in graph.relations for e in (r.source_id, r.target_id)})
         alive: set[str] = set()
         for start in range(0, len(ends), MAX_LIST_VALUES):
-            alive.update(r.id for r in self.get_many(ends[start : start + MAX_LIST_VALUES]))
+            alive.update(r.id for r in self._reads.get_many(ends[start : start + MAX_LIST_VALUES]))
         return [r for r in graph.relations if r.source_id in alive and r.target_id in alive]

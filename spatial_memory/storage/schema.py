@@ -18,7 +18,7 @@ MODEL_KEY = b"spatial_memory.embedding_model"
 DIM_KEY = b"spatial_memory.embedding_dim"
 TS = pa.timestamp("us", tz="UTC")
 # Columns added after release 0.1.0: nullable, so a store written before them gains them, all
-# null, in one commit when it is opened (MemoryStore._migrate).
+# null, in one commit when it is opened (table.py).
 ADDED_COLUMNS = [
     pa.field("session_id", pa.string(), nullable=True),
     pa.field("sequence", pa.int64(), nullable=True),

@@ -1,5 +1,5 @@
 """Background upkeep of the store: recorded recall accesses written in batches, expired memories
-purged, compaction."""
+purged, compaction. A thread of the server process, given the store it keeps in its constructor."""
 
 from __future__ import annotations
 
@@ -7,16 +7,35 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
+from typing import Protocol
 
 from ..errors import StorageError
-from ..runtime.heap import trim
-
-if TYPE_CHECKING:
-    from ..runtime.resources import Resources
+from .heap import trim
 
 log = logging.getLogger(__name__)
+
+
+class KeptStore(Protocol):
+    """What upkeep does to the store (MemoryStore satisfies it)."""
+
+    @property
+    def read_only(self) -> bool: ...
+
+    def record_access(self, counts: dict[str, int], when: datetime | None = None) -> None: ...
+
+    def record_co_recall(self, pairs: Mapping[tuple[str, str], int], when: datetime | None = None) -> None: ...
+
+    def purge_expired(self) -> list[str]: ...
+
+    def needs_compaction(self) -> bool: ...
+
+    def compaction_can_wait(self) -> bool: ...
+
+    def compact(self) -> None: ...
+
+    def refresh_exact(self) -> None: ...
 
 
 class Upkeep:
@@ -32,8 +51,21 @@ class Upkeep:
     QUIET_SECONDS = 0.25
     MAX_DEFER_SECONDS = 30.0
 
-    def __init__(self, resources: Resources) -> None:
-        self._resources = resources
+    def __init__(
+        self,
+        store: Callable[[], KeptStore],
+        store_is_open: Callable[[], bool],
+        *,
+        flush_seconds: float,
+        clock: Callable[[], datetime],
+    ) -> None:
+        """`store()` opens the store on first use; upkeep runs only once `store_is_open()` (it never
+        opens the store itself); recorded accesses are written every `flush_seconds` at most;
+        `clock()` stamps co-recall links."""
+        self._store = store
+        self._store_is_open = store_is_open
+        self._flush_seconds = flush_seconds
+        self._clock = clock
         self._pending: Counter[str] = Counter()
         self._pairs: Counter[tuple[str, str]] = Counter()  # memories recalled together (co_recall.py)
         self._pending_since: float | None = None
@@ -55,11 +87,10 @@ class Upkeep:
             self._pending.update(ids)
 
     def record_co_recall(self, ids: Iterable[str]) -> None:
-        """These memories were recalled together: each pair's link grows at the next pass."""
-        from .co_recall import pair
-
+        """These memories were recalled together: each pair's link grows at the next pass (in either
+        order: the store counts (a, b) and (b, a) as one link)."""
         unique = list(dict.fromkeys(ids))
-        pairs = [pair(a, b) for i, a in enumerate(unique) for b in unique[i + 1 :]]
+        pairs = [(a, b) for i, a in enumerate(unique) for b in unique[i + 1 :]]
         if not pairs:
             return
         with self._lock:
@@ -113,7 +144,7 @@ class Upkeep:
         self.run_once(compact=False)
 
     def _loop(self) -> None:
-        interval = max(self._resources.settings.access_flush_seconds, 0.05)
+        interval = max(self._flush_seconds, 0.05)
         while not self._stopping.is_set():
             self._wake.wait(timeout=self.QUIET_SECONDS if self._compaction_waits else interval)
             self._wake.clear()
@@ -131,7 +162,7 @@ class Upkeep:
         self.run_once(compact=False)
 
     @staticmethod
-    def _purge(store) -> None:
+    def _purge(store: KeptStore) -> None:
         """Delete expired memories: no read returns them already, this frees the space. A failure
         here must not stop the compaction after it."""
         try:
@@ -146,7 +177,7 @@ class Upkeep:
         self._guarded(lambda: self._pass(compact))
 
     def _pass(self, compact: bool) -> None:
-        store = self._resources.store()
+        store = self._store()
         # One access write at a time, so a flush waits for counts the thread has taken but
         # not yet written. Compaction stays outside: an index rebuild it starts can take
         # many minutes at a million rows, and no flush should wait for that.
@@ -158,7 +189,7 @@ class Upkeep:
             if pending and not store.read_only:
                 store.record_access(dict(pending))
             if pairs and not store.read_only:
-                store.record_co_recall(dict(pairs), self._resources.clock())
+                store.record_co_recall(dict(pairs), self._clock())
         self._purge(store)
         if compact:
             self._compact_when_due()
@@ -168,7 +199,7 @@ class Upkeep:
     def _compact_when_due(self) -> None:
         """Compact if the store needs it, unless the compaction may wait for the pause after a burst
         of writes (then the loop looks again every QUIET_SECONDS); bring the exact copy up to date."""
-        store = self._resources.store()
+        store = self._store()
         due = store.needs_compaction()
         self._compaction_waits = due and store.compaction_can_wait()
         compacted = due and not self._compaction_waits
@@ -180,7 +211,7 @@ class Upkeep:
 
     def _guarded(self, work) -> None:
         """Run one pass of upkeep; a failure is kept for health and logged, never raised."""
-        if not self._resources.store_is_open:
+        if not self._store_is_open():
             return
         try:
             work()

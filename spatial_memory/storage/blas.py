@@ -1,9 +1,9 @@
 """One BLAS thread for the exact search's matrix-vector product.
 
 numpy's OpenBLAS splits a product over 10,000 x 384 float32 values across every core. On a host
-whose cores are busy, the split waits for a core: measured on 2 shared cores under load, the
-product took 8-16 ms (p50) on 2 threads and 0.3-1.1 ms on one; on an idle host, 0.19 ms on two and
-0.26 ms on one. Each output is the same dot product either way (bit for bit), only the split changes.
+whose cores are busy, the split waits for a core, and the product takes many times longer on two
+threads than on one; on an idle host the two differ little (docs/BENCHMARKS.md, "Figures moved from
+code comments"). Each output is the same dot product either way (bit for bit), only the split changes.
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ class OneBlasThread:
         cls = type(self)
         if cls._libs is None:
             try:
+                # Imported here, by the first exact search: threadpoolctl loads every BLAS library
+                # it finds, which keeps start-up fast only when it waits until then.
                 from threadpoolctl import ThreadpoolController
 
                 cls._libs = list(ThreadpoolController().select(user_api="blas").lib_controllers)
