@@ -320,14 +320,14 @@ def _doctor_command(args: argparse.Namespace) -> None:
 
 
 def _ui_command(args: argparse.Namespace) -> None:
-    import logging
+    import logging  # here, as every command's imports: `spatial-memory` without a command imports nothing heavy
 
     if not 0 <= args.port <= 65535:
         sys.stderr.write(f"{PROG}: --port must be from 0 to 65535\n")
         raise SystemExit(2)
     settings = _settings_or_exit(**({"path": args.path} if args.path else {}))
     logging.basicConfig(stream=sys.stderr, level=settings.log_level, format="%(levelname)s %(name)s: %(message)s")
-    from .atlas.server import serve_local
+    from .atlas.server import serve_local  # the web server's stack, only for this command
 
     serve_local(settings, port=args.port, open_browser=not args.no_open)
 

@@ -17,11 +17,31 @@ import hmac
 import json
 import logging
 import secrets
+import signal
 import socket
 import sys
 import threading
+import webbrowser
+from contextlib import asynccontextmanager
 from typing import Any
+from urllib.parse import parse_qs
 
+import anyio
+import scipy.sparse.csgraph  # noqa: F401 - the regions' clustering needs it past 500 memories: loaded with the page
+import uvicorn
+from mcp.server.auth.middleware.bearer_auth import RequireAuthMiddleware
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse
+from starlette.routing import Route
+
+from .. import algorithms  # noqa: F401 - the layout's code, loaded with the page rather than by the first map
+from ..app import App
+from ..auth.principal import current_scope
+from ..errors import SpatialMemoryError, ValidationError
+from ..runtime.resources import Resources
+from ..tools.calls import in_worker
+from . import api
 from .page import document
 
 log = logging.getLogger(__name__)
@@ -42,12 +62,6 @@ async def _body(request) -> Any:
 
 async def answer(app: Any, operation: str, request) -> Any:
     """One operation as a JSON response: 200 with its result, 400 with `{"error", "message"}`."""
-    import anyio
-    from starlette.responses import JSONResponse
-
-    from ..errors import SpatialMemoryError, ValidationError
-    from ..tools.calls import in_worker
-    from . import api
 
     arguments = await _body(request)
     if arguments is None:
@@ -95,7 +109,6 @@ class LoopbackGuard:
 
 
 def _query_token(query: bytes) -> str | None:
-    from urllib.parse import parse_qs
 
     values = parse_qs(query.decode("latin-1")).get("token")
     return values[0] if values else None
@@ -119,26 +132,15 @@ _PAGE_HEADERS = {
 
 def local_app(settings: Any, *, token: str, port: int, embedder: Any = None) -> Any:
     """The Starlette app of `spatial-memory ui`: the page at /, the operations at /api/<name>."""
-    from contextlib import asynccontextmanager
-
-    import anyio
-    from starlette.applications import Starlette
-    from starlette.responses import HTMLResponse
-    from starlette.routing import Route
-
-    from ..app import App
-    from ..runtime.resources import Resources
 
     state: dict[str, Any] = {"mapped": threading.Event()}
 
     def warm_up(resources: Any) -> None:
-        # The store and the map's code first; the model (only search needs it) once the first map
-        # is out, so the two do not share the CPU while a person waits for the map.
+        # The store first (the map's code came with this module); the model (only search needs it)
+        # once the first map is out, so the two do not share the CPU while a person waits for it.
         try:
             resources.store()
-            import scipy.sparse.csgraph  # noqa: F401 - the regions' clustering needs it past 500 memories
 
-            from .. import algorithms  # noqa: F401 - the layout's code
         except Exception as exc:  # noqa: BLE001 - surfaced again, typed, on first use
             log.warning("background warm-up: %s", exc)
         state["mapped"].wait(30)
@@ -176,23 +178,15 @@ def local_app(settings: Any, *, token: str, port: int, embedder: Any = None) -> 
 
 def team_routes(server: Any, settings: Any) -> list[Any]:
     """/ui and /ui/api/<name> for the team HTTP server (only when authorization is configured)."""
-    from mcp.server.auth.middleware.bearer_auth import RequireAuthMiddleware
-    from starlette.responses import HTMLResponse
-    from starlette.routing import Route
-
-    from ..auth.principal import current_scope
 
     async def page(_request):
         return HTMLResponse(document("team"), headers=_PAGE_HEADERS)
 
     async def operation(scope: dict, receive: Any, send: Any) -> None:
-        from starlette.requests import Request
 
         request = Request(scope, receive)
         app = server.app
         if app is None:
-            from starlette.responses import JSONResponse
-
             response = JSONResponse({"error": "StorageError", "message": "the server is starting"}, 503)
         else:
             response = await answer(app.for_scope(current_scope()), request.path_params["name"], request)
@@ -205,9 +199,6 @@ def team_routes(server: Any, settings: Any) -> list[Any]:
 
 def serve_local(settings: Any, *, port: int, open_browser: bool) -> None:
     """`spatial-memory ui`: print the URL (the first stdout line), open it, serve until stopped."""
-    import signal
-
-    import uvicorn
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -226,8 +217,6 @@ def serve_local(settings: Any, *, port: int, open_browser: bool) -> None:
         local_app(settings, token=token, port=port), log_config=None, lifespan="on", access_log=False
     )
     if open_browser:
-        import webbrowser
-
         threading.Timer(0.5, webbrowser.open, (url,)).start()
     for stop in (signal.SIGINT, signal.SIGTERM):
         signal.signal(stop, lambda *_: None)

@@ -54,7 +54,7 @@ def build_app(settings: Settings, **server_options):
         max_request_body_size=int(settings.http_max_request_mb * 1024 * 1024),
     )
     if verifier is not None:  # the atlas at /ui, behind the same authorization (without it: `spatial-memory ui`)
-        from ..atlas.server import team_routes
+        from ..atlas.server import team_routes  # only a server with authorization serves the atlas
 
         app.router.routes.extend(team_routes(server, settings))
     return app

@@ -26,8 +26,7 @@ from pydantic import BaseModel, Field
 
 from .. import algorithms as alg
 from ..algorithms.placement import place
-from ..capture.records import CAPTURED_BY
-from ..runtime.blas import OneBlasThread
+from ..storage.blas import OneBlasThread
 from ..storage.records import DEFAULT_MEMORY_TYPE
 from . import render
 from .base import Service
@@ -40,6 +39,9 @@ MIN_DIST = 0.5
 REPLACED_SHARE = 0.25
 MIN_REGION = 5
 LABEL_CHARS = 80
+# What a hook's memories name as their writer (storage/records.py's WRITERS; capture/records.py
+# writes it, a layer above this one).
+CAPTURED_BY = "hook"
 # Flags of a point (AtlasMap.flags): bits a page can test.
 PINNED, CAPTURED, REVISED = 1, 2, 4
 
@@ -232,7 +234,7 @@ class AtlasService(Service):
             if self._layout is None:
                 self._layout = _load(self._saved)
             records = _rows(store.scan_arrow(COLUMNS))
-            # One BLAS thread: on a busy host a split product waits for a core (runtime/blas.py);
+            # One BLAS thread: on a busy host a split product waits for a core (storage/blas.py);
             # measured on the layout of 1,500 memories under load, 2.4-2.6 s against 3.1-3.9 s.
             with OneBlasThread()():
                 layout, how = self._follow(records, version)
