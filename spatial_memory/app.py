@@ -58,6 +58,7 @@ class App:
         from .services.memory import MemoryService
         from .services.namespaces import NamespaceService
         from .services.portability import PortabilityService
+        from .services.procedures import ProcedureService
         from .services.revisions import RevisionService
         from .services.search import SearchService
         from .services.spatial import SpatialService
@@ -78,3 +79,4 @@ class App:
         self.health = HealthService(self.resources)
         self.vocabulary = VocabularyService(self.resources)
         self.atlas = AtlasService(self.resources)
+        self.procedures = ProcedureService(self.resources)

@@ -110,6 +110,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ingest.add_argument("--store", help="the store's directory (default: SPATIAL_MEMORY_PATH)")
     ingest.set_defaults(handler=_ingest_command)
+    backfill = commands.add_parser(
+        "backfill",
+        help="capture memories and procedures from the transcripts a client keeps on disk",
+        description="Replay the transcripts Claude Code (~/.claude/projects) or Cursor (~/.cursor/projects) "
+        "already keeps through the hooks' capture rules and store the result: a memory that does not start "
+        "empty. Running it again stores nothing twice; secrets are redacted. Progress goes to stderr.",
+    )
+    backfill.add_argument("--client", required=True, choices=["claude-code", "cursor"])
+    backfill.add_argument("--since", help="only what happened from this date (YYYY-MM-DD) or time (ISO 8601)")
+    backfill.add_argument("--project", type=Path, help="only this project's transcripts (its directory)")
+    backfill.add_argument("--store", help="the store's directory (default: SPATIAL_MEMORY_PATH)")
+    backfill.set_defaults(handler=_backfill_command)
     doctor_parser = commands.add_parser(
         "doctor",
         help="check a store (versions, fragments, indexes, model record, rows); --repair fixes it",
@@ -211,6 +223,35 @@ def _custom_store(settings):
     from .config import default_data_dir
 
     return None if settings.path == default_data_dir().expanduser().resolve() else settings.path
+
+
+def _backfill_command(args: argparse.Namespace) -> None:
+    # Imported when this command runs: each command loads only what it needs (module docstring).
+    from .capture.backfill import backfill, parse_since
+
+    try:
+        since = parse_since(args.since) if args.since else None
+    except ValueError as exc:
+        sys.stderr.write(f"{PROG}: {exc}\n")
+        raise SystemExit(2) from None
+    project = args.project.expanduser().resolve() if args.project else None
+    if project is not None and not project.is_dir():
+        sys.stderr.write(f"{PROG}: --project {args.project} is not a directory\n")
+        raise SystemExit(2)
+    settings = _settings_or_exit(**({"path": args.store} if args.store else {}))
+    # Imported when this command runs: each command loads only what it needs (module docstring).
+    from .app import App
+    from .runtime.resources import Resources
+
+    app = App(Resources(settings))
+    try:
+        done = backfill(app, args.client, since=since, project=project)
+    finally:
+        app.resources.close(settings.lock_timeout_seconds)
+    sys.stderr.write(
+        f"{done.transcripts} transcripts, {done.records} captures, {done.stored} new memories stored "
+        f"in {done.seconds:.1f} s\n"
+    )
 
 
 def _ingest_command(args: argparse.Namespace) -> None:

@@ -38,7 +38,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # a principal's namespaces, as filters (the confined store applies them)
     ("auth.scope",),
     ("storage",),
-    ("validation", "runtime"),
+    ("validation", "runtime", "procedures"),
     ("portability", "auth"),
     ("services",),
     # every service wired once: what the server and capture share

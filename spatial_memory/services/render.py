@@ -156,10 +156,14 @@ def svg(
         x, y = position[node.id]
         radius = 3.0 + 7.0 * max(0.0, min(1.0, node.importance))
         tooltip = (contents or {}).get(node.id, node.label)
+        tier = getattr(node, "tier", None)
+        if tier:  # the memory's tier (services/tiers.py), shown and kept for styling
+            tooltip = f"[{tier}] {tooltip}"
         ring = ' stroke="#d62728" stroke-width="3"' if node.highlighted else ""
+        data = f" data-id={quoteattr(node.id)}" + (f" data-tier={quoteattr(tier)}" if tier else "")
         parts.append(
             f'<circle class="node" cx="{x:.1f}" cy="{y:.1f}" r="{radius:.1f}" fill="{cluster_color(node.cluster)}" '
-            f'fill-opacity="0.85"{ring} data-id={quoteattr(node.id)}><title>{_xml_text(tooltip)}</title></circle>'
+            f'fill-opacity="0.85"{ring}{data}><title>{_xml_text(tooltip)}</title></circle>'
         )
     parts.append("</g>")
     parts.append('<g class="labels">')

@@ -59,6 +59,14 @@ from .memories import (
     content_preview,
     timestamp,
 )
+from .procedures import (
+    BuildSkillResult,
+    DeprecateSkillResult,
+    ExecuteSkillResult,
+    HowToResult,
+    ProcedureItem,
+    StepItem,
+)
 from .spatial import (
     Cluster,
     ClusterSample,
@@ -82,6 +90,12 @@ from .transfer import (
 )
 
 __all__ = [
+    "BuildSkillResult",
+    "DeprecateSkillResult",
+    "ExecuteSkillResult",
+    "HowToResult",
+    "ProcedureItem",
+    "StepItem",
     "ActivationStep",
     "Bridge",
     "BridgeEnd",

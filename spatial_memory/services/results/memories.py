@@ -289,6 +289,9 @@ class StatsResult(BaseModel):
     embedding_model: str
     embedding_dimensions: int
     storage_path: str
+    memories_by_tier: dict[str, int] = Field(
+        default_factory=dict, description="working, episodic, semantic, procedural (how each is used)."
+    )
     read_only: bool = False
     read_only_reason: str | None = None
     damaged_versions: list[int] = Field(default_factory=list)
