@@ -137,6 +137,17 @@ def build_parser() -> argparse.ArgumentParser:
     doctor_parser.add_argument("--repair", action="store_true", help="restore the last good version")
     doctor_parser.add_argument("--json", action="store_true", help="print the report as JSON")
     doctor_parser.set_defaults(handler=_doctor_command)
+    ui = commands.add_parser(
+        "ui",
+        help="open the atlas: the memory's map and browser, as a local web page",
+        description="Serve the atlas (map, search, memory panel, history, captures) on 127.0.0.1 and open it in "
+        "the browser. The first line printed is its URL, with a token of this launch: the page answers only "
+        "to requests carrying it, at that address.",
+    )
+    ui.add_argument("--path", help="the store's directory (default: SPATIAL_MEMORY_PATH)")
+    ui.add_argument("--port", type=int, default=0, help="the port (default: a free one)")
+    ui.add_argument("--no-open", action="store_true", help="print the URL but do not open a browser")
+    ui.set_defaults(handler=_ui_command)
     # More commands: commands.add_parser(...).set_defaults(handler=...).
     return parser
 
@@ -347,6 +358,19 @@ def _doctor_command(args: argparse.Namespace) -> None:
     if report.opened_version is None:
         raise SystemExit(2)
     raise SystemExit(0 if report.healthy else 1)
+
+
+def _ui_command(args: argparse.Namespace) -> None:
+    import logging  # here, as every command's imports: `spatial-memory` without a command imports nothing heavy
+
+    if not 0 <= args.port <= 65535:
+        sys.stderr.write(f"{PROG}: --port must be from 0 to 65535\n")
+        raise SystemExit(2)
+    settings = _settings_or_exit(**({"path": args.path} if args.path else {}))
+    logging.basicConfig(stream=sys.stderr, level=settings.log_level, format="%(levelname)s %(name)s: %(message)s")
+    from .atlas.server import serve_local  # the web server's stack, only for this command
+
+    serve_local(settings, port=args.port, open_browser=not args.no_open)
 
 
 def serve(**overrides) -> None:

@@ -69,7 +69,7 @@ async def test_capabilities_advertise_what_is_served(client):
     resources = (await client.list_resources()).resources
     templates = (await client.list_resource_templates()).resource_templates
     prompts = (await client.list_prompts()).prompts
-    assert {str(r.uri) for r in resources} == {"memory://stats", "memory://namespaces"}
+    assert {str(r.uri) for r in resources} == {"memory://stats", "memory://namespaces", "ui://spatial-memory/atlas"}
     assert {t.uri_template for t in templates} == {
         "memory://{namespace}/recent",
         "memory://memory/{memory_id}",

@@ -671,3 +671,44 @@ def test_every_tool_works_through_the_typescript_client_over_http(team, victim, 
     assert succeeded(answers[-1])["not_found"] == victim["ids"][:1]
     assert {n["name"] for n in data[20]["namespaces"]} == {"tessa-interop", "tessa-extracted"}
     assert MARKER not in json.dumps(data)
+
+
+# ---- the atlas at /ui ---------------------------------------------------------------------------
+
+
+async def test_the_atlas_at_ui_shows_a_principal_only_its_own_memories(team, victim):
+    base = f"http://127.0.0.1:{team.port}/ui"
+    page = httpx.get(base, timeout=30)
+    assert page.status_code == 200 and '<meta name="atlas-transport" content="team">' in page.text
+    assert MARKER not in page.text  # the page itself holds no data
+
+    def call(operation: str, token: str | None, arguments: dict[str, Any]) -> httpx.Response:
+        headers = {"authorization": f"Bearer {token}"} if token else {}
+        return httpx.post(f"{base}/api/{operation}", json=arguments, headers=headers, timeout=120)
+
+    assert call("map", None, {}).status_code == 401
+    assert call("map", "not-a-token", {}).status_code == 401
+    own = call("map", team.tokens["victor"], {})
+    assert own.status_code == 200 and set(victim["ids"]) <= set(own.json()["ids"])
+    assert own.json()["namespaces"] == ["victim"]
+    other = call("map", team.tokens["mallory"], {}).json()
+    assert not set(victim["ids"]) & set(other["ids"]) and "victim" not in other["namespaces"]
+    assert MARKER not in json.dumps(other)
+    for operation, arguments in (
+        ("memory", {"id": victim["ids"][0]}),
+        ("history", {"id": victim["ids"][0]}),
+        ("forget", {"id": victim["ids"][0]}),
+        ("update", {"id": victim["ids"][0], "content": "taken over"}),
+    ):
+        refused = call(operation, team.tokens["mallory"], arguments)
+        assert MARKER not in refused.text and SECRET not in refused.text, operation
+        if operation == "memory":
+            assert refused.json()["memory"] is None
+        elif operation == "forget":
+            assert refused.json()["deleted"] == 0
+        else:
+            assert refused.status_code == 404 and refused.json()["error"] == "MemoryNotFoundError", operation
+    found = call("recall", team.tokens["mallory"], {"query": f"{MARKER} vault code"}).json()
+    assert all(MARKER not in m["content"] for m in found["memories"])
+    still = call("memory", team.tokens["victor"], {"id": victim["ids"][0]}).json()
+    assert MARKER in still["memory"]["content"]

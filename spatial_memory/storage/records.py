@@ -22,6 +22,7 @@ WRITERS = (
     "import",
     "consolidate",
     "update",
+    "revert",
     "supersede",
     "hook",
     "build_skill",
