@@ -4,7 +4,8 @@ Per round, a fresh `spatial-memory ui` process on the same store, its saved layo
   first map      the page opened until the map is drawn (the first map ever: the layout computed),
   repeated map   the page reloaded (the layout cached for the data version),
   pan / zoom     frames per second while dragging (120 pointer moves) and wheeling (80 steps), and the
-                 canvas drawing alone (one pan per animation frame) with its median draw time,
+                 canvas drawing alone (one pan per animation frame) with its median draw time, and
+                 a frame with the points layer drawn afresh (fresh_ms),
   after a write  one memory added by another process, then the map operation again: placed from its
                  neighbours (no layout), every other point where it was;
   after restart  the process stopped and started again, the page opened: the saved layout read and
@@ -164,6 +165,7 @@ def main() -> None:
         "zoom_fps",
         "draw_fps",
         "draw_ms",
+        "fresh_ms",
         "after_write_s",
     )
     row = {"memories": args.memories, "drawn": rounds[0]["drawn"], **{k: _median([r[k] for r in rounds]) for k in keys}}

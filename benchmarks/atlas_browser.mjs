@@ -73,6 +73,18 @@ try {
     times.sort((a, b) => a - b);
     return times[15];
   });
+  // A frame with the points layer drawn afresh (after a zoom settles, a filter, an edit).
+  out.fresh_ms = await page.evaluate(() => {
+    const v = window.atlas.view;
+    const times = [];
+    for (let i = 0; i < 15; i++) {
+      v.layer = null;
+      v.draw();
+      times.push(v.lastDrawMs);
+    }
+    times.sort((a, b) => a - b);
+    return times[7];
+  });
 } catch (error) {
   if (error.message !== "done") out.failure = String(error && error.stack ? error.stack : error);
 } finally {

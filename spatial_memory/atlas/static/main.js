@@ -105,7 +105,7 @@ function changed(kind, id, detail) {
   } else if (detail) {
     data.patch(detail);
     state.hits = state.hits.map((m) => (m.id === id ? { ...m, content: detail.content } : m));
-    view.request();
+    view.redraw();
     renderList();
   }
 }

@@ -5,6 +5,10 @@ import { CAPTURED, PINNED } from "./data.js";
 
 const GRID = 64;
 const TAU = Math.PI * 2;
+// The points layer covers the view and this margin on each side (CSS pixels), so a pan within it
+// is a copy of the layer; a zoom scales the layer until the gesture settles for this long (ms).
+const MARGIN = 160;
+const SETTLE_MS = 140;
 
 // "#rrggbb", "#rgb" or "rgb(a)(r, g, b, ...)" as [r, g, b].
 function parseColour(text) {
@@ -46,6 +50,9 @@ export class MapView {
     this.frames = 0;
     this.lastDrawMs = 0;
     this.pending = false;
+    this.layer = null; // the points drawn once: {canvas, k, px, py, colours}
+    this.layerCanvas = null;
+    this.settle = 0;
     this.bind();
     new ResizeObserver(() => this.resize()).observe(container);
     this.resize();
@@ -67,6 +74,12 @@ export class MapView {
     this.buildGrid();
     this.container.dataset.count = String(visible.length);
     this.hover = -1;
+    this.redraw();
+  }
+
+  // The points changed in place (importance, pin, capture): draw their layer again.
+  redraw() {
+    this.layer = null;
     this.request();
   }
 
@@ -289,7 +302,7 @@ export class MapView {
   }
 
   hideTip() {
-    this.tooltip.hidden = true;
+    if (!this.tooltip.hidden) this.tooltip.hidden = true;
   }
 
   // ---- drawing -----------------------------------------------------------------------------
@@ -302,7 +315,7 @@ export class MapView {
     this.canvas.width = Math.round(this.width * dpr);
     this.canvas.height = Math.round(this.height * dpr);
     this.ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    this.request();
+    this.redraw();
   }
 
   request() {
@@ -337,15 +350,22 @@ export class MapView {
   }
 
   // The points go straight into a pixel buffer, one row span per line of each disc (a square for a
-  // hook's capture), then onto the canvas in one putImageData: 10,000 anti-aliased arcs in a path
-  // cost the software rasterizer ~50 ms a frame, this a few.
-  drawPoints(colours, pinned) {
+  // hook's capture), then onto the layer's canvas in one putImageData: 10,000 anti-aliased arcs in
+  // a path cost the software rasterizer ~50 ms a frame, this a few. The layer covers the view and
+  // MARGIN around it, at the current pan and zoom.
+  renderLayer(colours) {
     const d = this.data;
-    const W = this.canvas.width;
-    const H = this.canvas.height;
     const dpr = this.dpr;
-    if (!this.image || this.image.width !== W || this.image.height !== H) {
-      this.image = this.ctx.createImageData(W, H);
+    const margin = Math.round(MARGIN * dpr);
+    const W = this.canvas.width + 2 * margin;
+    const H = this.canvas.height + 2 * margin;
+    let canvas = this.layerCanvas;
+    if (!canvas || canvas.width !== W || canvas.height !== H) {
+      canvas = typeof OffscreenCanvas === "function" ? new OffscreenCanvas(W, H) : document.createElement("canvas");
+      canvas.width = W;
+      canvas.height = H;
+      this.layerCanvas = canvas;
+      this.image = new ImageData(W, H);
       this.pixels = new Uint32Array(this.image.data.buffer);
     }
     const px = this.pixels;
@@ -354,11 +374,10 @@ export class MapView {
       const c = colours.packed.get(colour);
       for (const i of members) {
         const r = Math.max(1, Math.round(this.radius(i) * dpr));
-        const x = Math.round(this.sx(d.x[i]) * dpr);
-        const y = Math.round(this.sy(d.y[i]) * dpr);
+        const x = Math.round(this.sx(d.x[i]) * dpr) + margin;
+        const y = Math.round(this.sy(d.y[i]) * dpr) + margin;
         if (x < -r || y < -r || x >= W + r || y >= H + r) continue;
         const square = d.flags[i] & CAPTURED;
-        if (d.flags[i] & PINNED) pinned.push(i);
         for (let dy = -r; dy <= r; dy++) {
           const row = y + dy;
           if (row < 0 || row >= H) continue;
@@ -369,20 +388,81 @@ export class MapView {
         }
       }
     }
-    this.ctx.putImageData(this.image, 0, 0);
+    canvas.getContext("2d").putImageData(this.image, 0, 0);
+    this.layer = { canvas, k: this.k, px: this.px, py: this.py, colours };
+  }
+
+  // The layer onto the canvas: copied when only panned by whole pixels (what a fresh layer would
+  // draw), shifted or scaled during a gesture (drawn afresh once it settles), or drawn again when
+  // it no longer covers the view.
+  drawPoints(colours) {
+    const layer = this.layer;
+    if (!layer || layer.colours !== colours) return this.freshPoints(colours);
+    const f = this.k / layer.k;
+    const dpr = this.dpr;
+    const W = this.width;
+    const H = this.height;
+    let dx = W / 2 + this.px - f * (MARGIN + W / 2 + layer.px);
+    let dy = H / 2 + this.py - f * (MARGIN + H / 2 + layer.py);
+    const dw = f * (W + 2 * MARGIN);
+    const dh = f * (H + 2 * MARGIN);
+    if (f < 0.6 || f > 2 || dx > 0 || dy > 0 || dx + dw < W || dy + dh < H) return this.freshPoints(colours);
+    const ctx = this.ctx;
+    if (f === 1) {
+      // Whole device pixels keep the copy sharp; only a fractional pan needs a fresh layer.
+      const sx = Math.round(dx * dpr);
+      const sy = Math.round(dy * dpr);
+      const exact = Math.abs(sx - dx * dpr) < 1e-6 && Math.abs(sy - dy * dpr) < 1e-6;
+      ctx.save();
+      ctx.setTransform(1, 0, 0, 1, 0, 0);
+      ctx.drawImage(layer.canvas, sx, sy);
+      ctx.restore();
+      if (!exact) this.settleLater();
+      return;
+    }
+    ctx.drawImage(layer.canvas, dx, dy, dw, dh);
+    this.settleLater();
+  }
+
+  freshPoints(colours) {
+    this.renderLayer(colours);
+    const ctx = this.ctx;
+    ctx.save();
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
+    const margin = Math.round(MARGIN * this.dpr);
+    ctx.drawImage(this.layer.canvas, -margin, -margin);
+    ctx.restore();
+  }
+
+  settleLater() {
+    clearTimeout(this.settle);
+    this.settle = setTimeout(() => this.redraw(), SETTLE_MS);
+  }
+
+  pinnedOnScreen() {
+    const d = this.data;
+    const pinned = [];
+    for (const i of this.order) {
+      if (!(d.flags[i] & PINNED)) continue;
+      const x = this.sx(d.x[i]);
+      const y = this.sy(d.y[i]);
+      if (x > -20 && y > -20 && x < this.width + 20 && y < this.height + 20) pinned.push(i);
+    }
+    return pinned;
   }
 
   draw() {
     const started = performance.now();
     const ctx = this.ctx;
-    ctx.clearRect(0, 0, this.width, this.height);
-    if (!this.data) return;
+    if (!this.data) {
+      ctx.clearRect(0, 0, this.width, this.height);
+      return;
+    }
     const colours = this.colours();
     const { fg, halo, hit, accent } = colours;
     const d = this.data;
-    const pinned = [];
-    this.drawPoints(colours, pinned);
-    this.ring(pinned, fg, 1.6, 2);
+    this.drawPoints(colours);
+    this.ring(this.pinnedOnScreen(), fg, 1.6, 2);
     this.drawSuperseded(fg);
     const hits = [];
     for (const id of this.hits) {
