@@ -5,7 +5,9 @@ Per round, a fresh `spatial-memory ui` process on the same store, its saved layo
   repeated map   the page reloaded (the layout cached for the data version),
   pan / zoom     frames per second while dragging (120 pointer moves) and wheeling (80 steps), and the
                  canvas drawing alone (one pan per animation frame) with its median draw time, and
-                 a frame with the points layer drawn afresh (fresh_ms),
+                 a frame with the points layer drawn afresh (fresh_ms); the wheel also dispatched
+                 in the page, one event per animation frame (zoom_draw_fps); the same drag and
+                 wheel on an empty page (empty_*: the ceiling Playwright's round trip sets),
   after a write  one memory added by another process, then the map operation again: placed from its
                  neighbours (no layout), every other point where it was;
   after restart  the process stopped and started again, the page opened: the saved layout read and
@@ -164,6 +166,9 @@ def main() -> None:
         "pan_fps",
         "zoom_fps",
         "draw_fps",
+        "zoom_draw_fps",
+        "empty_pan_fps",
+        "empty_zoom_fps",
         "draw_ms",
         "fresh_ms",
         "after_write_s",

@@ -73,6 +73,44 @@ try {
     times.sort((a, b) => a - b);
     return times[15];
   });
+  // Zooming without Playwright's round trip per wheel event: one wheel event per animation frame,
+  // dispatched on the map (the view's own handler).
+  out.zoom_draw_fps = await page.evaluate(async () => {
+    const map = document.getElementById("map");
+    const r = map.getBoundingClientRect();
+    const n = 80;
+    const t0 = performance.now();
+    for (let i = 0; i < n; i++) {
+      const init = { deltaY: i < 40 ? -60 : 60, clientX: r.left + r.width / 2, clientY: r.top + r.height / 2 };
+      map.dispatchEvent(new WheelEvent("wheel", { ...init, bubbles: true, cancelable: true }));
+      await new Promise((resolve) => requestAnimationFrame(resolve));
+    }
+    return (n / (performance.now() - t0)) * 1000;
+  });
+  // The same pointer drag and wheel on an empty page that draws nothing: the ceiling the harness
+  // itself sets (Playwright waits for each input event to be handled).
+  const empty = await browser.newPage({ viewport: { width: 1360, height: 820 } });
+  await empty.setContent(`<div id="m" style="height:800px"></div><script>
+    window.frames = 0; let pending = false;
+    const count = (e) => { e.preventDefault(); if (pending) return; pending = true;
+      requestAnimationFrame(() => { pending = false; window.frames++; }); };
+    document.getElementById("m").addEventListener("pointermove", count);
+    document.getElementById("m").addEventListener("wheel", count, { passive: false });
+  </script>`);
+  const emptyFrames = () => empty.evaluate(() => window.frames);
+  await empty.mouse.move(cx, cy);
+  [before] = [await emptyFrames()];
+  started = performance.now();
+  await empty.mouse.down();
+  for (let i = 0; i < 120; i++) await empty.mouse.move(cx + 200 * Math.sin(i / 12), cy + 120 * Math.cos(i / 12));
+  await empty.mouse.up();
+  out.empty_pan_fps = ((await emptyFrames()) - before) / ((performance.now() - started) / 1000);
+  before = await emptyFrames();
+  started = performance.now();
+  for (let i = 0; i < 80; i++) await empty.mouse.wheel(0, i < 40 ? -60 : 60);
+  await empty.waitForTimeout(50);
+  out.empty_zoom_fps = ((await emptyFrames()) - before) / ((performance.now() - started) / 1000);
+  await empty.close();
   // A frame with the points layer drawn afresh (after a zoom settles, a filter, an edit).
   out.fresh_ms = await page.evaluate(() => {
     const v = window.atlas.view;

@@ -388,7 +388,13 @@ export class MapView {
         }
       }
     }
-    canvas.getContext("2d").putImageData(this.image, 0, 0);
+    const ctx = canvas.getContext("2d");
+    ctx.putImageData(this.image, 0, 0);
+    // Pins and superseded marks belong to their points: drawn with them, they move with the layer.
+    ctx.setTransform(dpr, 0, 0, dpr, margin, margin);
+    this.ring(ctx, this.pinnedNear(MARGIN + 20), colours.fg, 1.6, 2);
+    this.drawSuperseded(ctx, colours.fg);
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
     this.layer = { canvas, k: this.k, px: this.px, py: this.py, colours };
   }
 
@@ -439,14 +445,15 @@ export class MapView {
     this.settle = setTimeout(() => this.redraw(), SETTLE_MS);
   }
 
-  pinnedOnScreen() {
+  // The pinned memories within `reach` CSS pixels of the view.
+  pinnedNear(reach) {
     const d = this.data;
     const pinned = [];
     for (const i of this.order) {
       if (!(d.flags[i] & PINNED)) continue;
       const x = this.sx(d.x[i]);
       const y = this.sy(d.y[i]);
-      if (x > -20 && y > -20 && x < this.width + 20 && y < this.height + 20) pinned.push(i);
+      if (x > -reach && y > -reach && x < this.width + reach && y < this.height + reach) pinned.push(i);
     }
     return pinned;
   }
@@ -462,25 +469,22 @@ export class MapView {
     const { fg, halo, hit, accent } = colours;
     const d = this.data;
     this.drawPoints(colours);
-    this.ring(this.pinnedOnScreen(), fg, 1.6, 2);
-    this.drawSuperseded(fg);
     const hits = [];
     for (const id of this.hits) {
       const i = d.index.get(id);
       if (i !== undefined) hits.push(i);
     }
-    this.ring(hits, hit, 2.5, 4);
+    this.ring(ctx, hits, hit, 2.5, 4);
     this.drawJourney(accent, halo);
-    this.ring(this.selected.map((id) => d.index.get(id)), accent, 3, 6);
-    if (this.hover >= 0) this.ring([this.hover], fg, 2, 5);
+    this.ring(ctx, this.selected.map((id) => d.index.get(id)), accent, 3, 6);
+    if (this.hover >= 0) this.ring(ctx, [this.hover], fg, 2, 5);
     this.drawRegionLabels(fg, halo);
     this.frames++;
     this.lastDrawMs = performance.now() - started;
   }
 
-  ring(indices, color, width, extra) {
+  ring(ctx, indices, color, width, extra) {
     const d = this.data;
-    const ctx = this.ctx;
     ctx.strokeStyle = color;
     ctx.lineWidth = width;
     ctx.beginPath();
@@ -496,9 +500,8 @@ export class MapView {
   }
 
   // A superseded memory: a hollow dashed circle beside its successor, linked to it.
-  drawSuperseded(color) {
+  drawSuperseded(ctx, color) {
     const d = this.data;
-    const ctx = this.ctx;
     if (!d.superseded.length) return;
     ctx.save();
     ctx.strokeStyle = color;
