@@ -5,6 +5,7 @@ between them leaves the memory, never a history without it."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -13,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import StorageError
 from .access_counts import AccessCounts
 from .co_recall import CoRecall
 from .exact_index import Change, Written
@@ -25,6 +27,8 @@ from .relations import RELATIONS_TABLE, Relation, Relations
 from .schema import HISTORY_TABLE
 from .table import MemoryTable
 from .writer import WriteActivity, Writer
+
+log = logging.getLogger(__name__)
 
 # An add of at least this many rows lets the next upkeep pass compact: rows outside the full-text
 # index are found by a slow scan until compaction folds them in.
@@ -220,8 +224,8 @@ class MemoryWrites:
     @contextmanager
     def all_or_nothing(self) -> Iterator[None]:
         """Hold the write lock across writes to several tables, the memories table's commit last:
-        if anything inside fails, the side tables (history, relations) are restored to the versions
-        they had on entry, so the failed writes leave nothing behind (import_memories)."""
+        if anything inside fails, the side tables (history, relations, pending imports) are restored
+        to the versions they had on entry, so the failed writes leave nothing behind (import_memories)."""
         with self._writer.lock:
             names = (HISTORY_TABLE, RELATIONS_TABLE, PENDING_IMPORTS_TABLE)
             tables = {name: self._table.side_table(name, None, create=False) for name in names}
@@ -254,7 +258,13 @@ class MemoryWrites:
             self._relations.relate(relations)
             self.add(records)
             if batch is not None:
-                self._pending.end(batch)
+                try:
+                    self._pending.end(batch)
+                except StorageError as exc:
+                    # The import has landed: a raise here would make all_or_nothing restore the side
+                    # tables under landed memories. A batch whose anchor is current reads as landed,
+                    # and the next settle forgets it.
+                    log.warning("an import landed but its pending entry stays until the next settle: %s", exc)
 
     # ---- memories that change (update_memory, supersedes) --------------------------------
 
