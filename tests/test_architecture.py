@@ -19,7 +19,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # the exact search's one BLAS thread (storage's primitives: they import nothing of ours)
     ("algorithms", "errors", "limits", "tool_profiles", "storage.lancedb_import", "storage.blas", ""),
     # pure text rules; process primitives: heavy imports, the heap, exiting, cancellation
-    ("text", "runtime.imports", "runtime.heap", "runtime.shutdown", "transport.cancellation"),
+    ("text", "runtime.imports", "runtime.heap", "runtime.shutdown", "transport.cancellation", "transport.progress"),
     ("config",),
     # docs/SETTINGS.md, generated from config.py's field descriptions
     ("settings_doc",),

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ..transport.cancellation import check_cancelled
+from ..transport.progress import report_progress
 from . import bert_onnx  # its GRAPH_VERSION read at each use: a test moves it
 
 log = logging.getLogger(__name__)
@@ -206,11 +207,14 @@ class OnnxSentenceEncoder:
         lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
         order = np.argsort(lengths, kind="stable")
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        done = 0
         for idx in token_budget_batches(lengths[order], self._batch_size, BATCH_TOKENS):
             check_cancelled()  # a client that went away stops paying for its batch
             idx = order[idx]
             ids, mask = padded_batch([encodings[i].ids for i in idx], int(lengths[idx[-1]]))
             out[idx] = self._session.run(["pooled"], {"input_ids": ids, "attention_mask": mask})[0]
+            done += len(idx)
+            report_progress(done, len(texts), "embedding", source="embedding")
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.maximum(norms, 1e-12)
 

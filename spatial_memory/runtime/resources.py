@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Protocol
 
 from ..config import Settings
+from .changes import StoreChanges
 from .imports import import_heavy_modules
 from .shutdown import WorkerCalls
 from .upkeep import Upkeep
@@ -73,6 +74,7 @@ class Resources:
             clock=self.clock,
         )
         self.workers = WorkerCalls()
+        self.changes = StoreChanges()  # every commit to the store, for resource subscriptions
         self.projection_warm = False
 
     def store(self) -> Store:
@@ -106,6 +108,7 @@ class Resources:
                             refine_factor=self.settings.index_refine_factor,
                         ),
                         read_only=self.settings.read_only,
+                        on_commit=self.changes.committed,
                     )
                     self._store = store
                     if store.fts_lags():

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 import anyio
+from mcp.server.caching import CacheHint
 
 from .. import __version__
 from ..app import App
@@ -22,12 +23,28 @@ from ..capture.ingest import SpoolIngester
 from ..config import Settings
 from ..runtime.resources import Embedder, Resources
 from ..tools import build_tools
+from .client_logging import register_client_logging
 from .completions import register_completions
 from .mcp_server import SpatialMemoryMCPServer
 from .prompts import register_prompts
 from .resources import register_resources
+from .subscriptions import ListenBus, register_subscriptions
 
 log = logging.getLogger(__name__)
+
+# Freshness hints on 2026-07-28 results. The lists and server/discover are fixed for the life of the
+# process and the same for every principal (public); a restart with other settings can change them,
+# so a client keeps them for minutes, not for ever. A resource's content changes with any write and
+# differs per principal: never fresh, never shared.
+LIST_HINT = CacheHint(ttl_ms=600_000, scope="public")
+CACHE_HINTS = {
+    "server/discover": LIST_HINT,
+    "tools/list": LIST_HINT,
+    "prompts/list": LIST_HINT,
+    "resources/list": LIST_HINT,
+    "resources/templates/list": LIST_HINT,
+    "resources/read": CacheHint(ttl_ms=0, scope="private"),
+}
 
 # What the server tells a client about itself, one sentence per group of tools; a sentence
 # names only the listed tools (SPATIAL_MEMORY_TOOLS), and goes when none of its tools is listed.
@@ -79,6 +96,7 @@ def create_server(
         app = server.app = App(resources)
         resources.upkeep.start()
         capture = _capture_ingester(app)
+        logging.getLogger("spatial_memory").addHandler(client_log)
         if settings.preload:
             threading.Thread(target=resources.warm_up, name="spatial-memory-warm-up", daemon=True).start()
         try:
@@ -87,12 +105,14 @@ def create_server(
             # Shielded: on SIGINT/SIGTERM the whole run is cancelled, and the drain must still
             # happen (running writes finish, pending access counts are written).
             with anyio.CancelScope(shield=True):
+                logging.getLogger("spatial_memory").removeHandler(client_log)
                 if capture is not None:
                     await anyio.to_thread.run_sync(capture.stop, settings.lock_timeout_seconds)
                 await anyio.to_thread.run_sync(resources.close, settings.lock_timeout_seconds)
 
     tools = build_tools(settings)
     tool_names = {tool.name for tool in tools}
+    bus = ListenBus()
     server = SpatialMemoryMCPServer(
         "spatial-memory",
         version=__version__,
@@ -102,8 +122,13 @@ def create_server(
         tools=tools,
         auth=auth,
         token_verifier=token_verifier,
+        cache_hints=CACHE_HINTS,
+        subscriptions=bus,
     )
     register_resources(server)
+    register_subscriptions(server, bus)
+    # A team server's principals hear only of their own requests' records.
+    client_log = register_client_logging(server, broadcast=not settings.authorization_configured)
     register_prompts(server, tool_names)
     register_completions(server)
     return server

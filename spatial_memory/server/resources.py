@@ -3,13 +3,14 @@
 Each read runs one service method in a worker thread, like a tool, and returns its typed
 result as JSON. A missing memory or namespace, or a namespace a team server's principal may not
 read, is an invalid-params error naming its type (as the SDK answers a resource not found); other
-typed errors keep their message.
+typed errors keep their message. `read_json` is the same read for a URI outside a request (resource
+subscriptions compare what a subscriber would read before and after a write: subscriptions.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pydantic
@@ -26,14 +27,67 @@ from ..errors import (
 from ..tools.calls import in_worker
 from .mcp_server import SpatialMemoryMCPServer
 
+if TYPE_CHECKING:
+    from ..auth.scope import NamespaceScope
+
 JSON = "application/json"
 RECENT_LIMIT = 20
+STATS_URI = "memory://stats"
+NAMESPACES_URI = "memory://namespaces"
 RECENT_TEMPLATE = "memory://{namespace}/recent"
+MEMORY_PREFIX = "memory://memory/"
+
+Reader = Callable[[Any], pydantic.BaseModel]
 
 
-async def _read(
-    server: SpatialMemoryMCPServer, fn: Callable[[Any], pydantic.BaseModel], *, namespace: str | None = None
-) -> str:
+def reader(uri: str) -> tuple[Reader, str | None] | None:
+    """What reading `uri` runs (`fn(app)`) and the namespace it names (None: no namespace), or None
+    when `uri` is none of this server's resources."""
+    if uri == STATS_URI:
+        return _stats, None
+    if uri == NAMESPACES_URI:
+        return _namespaces, None
+    if uri.startswith(MEMORY_PREFIX) and "/" not in uri[len(MEMORY_PREFIX) :]:
+        return _memory(uri[len(MEMORY_PREFIX) :]), None
+    if uri.startswith("memory://") and uri.endswith("/recent"):
+        namespace = uri[len("memory://") : -len("/recent")]
+        if namespace and "/" not in namespace:
+            return _recent(namespace), namespace
+    return None
+
+
+def _stats(app: Any) -> pydantic.BaseModel:
+    return app.namespaces.stats(include_index_details=False)
+
+
+def _namespaces(app: Any) -> pydantic.BaseModel:
+    return app.namespaces.namespaces(include_stats=True)
+
+
+def _recent(namespace: str) -> Reader:
+    return lambda app: app.memory.recent(namespace, limit=RECENT_LIMIT)
+
+
+def _memory(memory_id: str) -> Reader:
+    return lambda app: app.memory.memory(memory_id)
+
+
+def read_json(app: Any, uri: str, scope: NamespaceScope | None) -> str | None:
+    """What `scope`'s principal reads at `uri` now (blocking: a worker thread), None when it cannot
+    read it (not found, not its namespace, not one of ours)."""
+    found = reader(uri)
+    if found is None:
+        return None
+    fn, namespace = found
+    if scope is not None and namespace is not None and not scope.can_read(namespace):
+        return None
+    try:
+        return in_worker(fn)(app.for_scope(scope)).model_dump_json()
+    except SpatialMemoryError:
+        return None
+
+
+async def _read(server: SpatialMemoryMCPServer, fn: Reader, *, namespace: str | None = None) -> str:
     """`fn(app)` as JSON; `namespace`: the one the URI names, which a team server's principal must
     be allowed to read."""
     app = server.app  # static resources get no request context (SDK), so the lifespan's App from the server
@@ -54,18 +108,18 @@ async def _read(
 
 
 def register_resources(server: SpatialMemoryMCPServer) -> None:
-    @server.resource("memory://stats", name="stats", description="Store statistics (the stats tool).", mime_type=JSON)
+    @server.resource(STATS_URI, name="stats", description="Store statistics (the stats tool).", mime_type=JSON)
     async def stats() -> str:
-        return await _read(server, lambda app: app.namespaces.stats(include_index_details=False))
+        return await _read(server, _stats)
 
     @server.resource(
-        "memory://namespaces",
+        NAMESPACES_URI,
         name="namespaces",
         description="Namespaces with memory counts and date ranges.",
         mime_type=JSON,
     )
     async def namespaces() -> str:
-        return await _read(server, lambda app: app.namespaces.namespaces(include_stats=True))
+        return await _read(server, _namespaces)
 
     @server.resource(
         RECENT_TEMPLATE,
@@ -74,8 +128,8 @@ def register_resources(server: SpatialMemoryMCPServer) -> None:
         mime_type=JSON,
     )
     async def recent(namespace: str) -> str:
-        return await _read(server, lambda app: app.memory.recent(namespace, limit=RECENT_LIMIT), namespace=namespace)
+        return await _read(server, _recent(namespace), namespace=namespace)
 
-    @server.resource("memory://memory/{memory_id}", name="memory", description="One memory by id.", mime_type=JSON)
+    @server.resource(f"{MEMORY_PREFIX}{{memory_id}}", name="memory", description="One memory by id.", mime_type=JSON)
     async def memory(memory_id: str) -> str:
-        return await _read(server, lambda app: app.memory.memory(memory_id))
+        return await _read(server, _memory(memory_id))

@@ -23,6 +23,7 @@ from ..errors import (
 from ..limits import DUPLICATE_SIMILARITY
 from ..storage.filters import build_filter
 from ..storage.records import MemoryRecord, Provenance, as_utc
+from ..transport.progress import report_progress
 from .base import Service
 from .lifecycle import DECAY_STATE_KEY
 from .results import (
@@ -32,6 +33,9 @@ from .results import (
 
 STRATEGIES = ("keep_newest", "keep_oldest", "keep_highest_importance", "merge_content")
 CONSOLIDATED_FROM_KEY = "consolidated_from"
+
+
+CONSOLIDATE_STEPS = 4  # read, grouped, merged (new texts embedded), committed
 
 
 @dataclass
@@ -83,11 +87,14 @@ class ConsolidationService(Service):
             if not records:
                 raise NamespaceNotFoundError(f"Namespace not found: '{namespace}'. Use namespaces to list them.")
             records.sort(key=lambda r: (r.created_at, r.id))
+            report_progress(1, CONSOLIDATE_STEPS, "memories read", source="steps")
             vectors = np.stack([np.asarray(r.vector, dtype=np.float32) for r in records])
             all_groups = self._duplicate_groups(records, vectors, similarity_threshold)
             plans = [self._plan(records, vectors, group, strategy, now) for group in all_groups[:max_groups]]
+            report_progress(2, CONSOLIDATE_STEPS, f"{len(plans)} groups found", source="steps")
             done = [plan for plan in plans if plan.kept is not None]
             if not dry_run and done:
+                report_progress(3, CONSOLIDATE_STEPS, "merging", source="steps")
                 self._write(store, done, provenance or Provenance(via="consolidate"))
         if not dry_run and done:
             self._r.upkeep.poke()

@@ -55,6 +55,7 @@ from ..errors import (
 )
 from ..storage.filters import build_filter
 from ..storage.records import MemoryRecord, as_utc, iso
+from ..transport.progress import report_progress
 from .base import Service
 from .results import (
     DecayedMemory,
@@ -187,12 +188,14 @@ class LifecycleService(Service):
             records = [
                 r for r in store.scan(build_filter(namespace=namespace), with_vectors=not dry_run) if not r.pinned
             ]
+            report_progress(1, 3, "memories read", source="steps")  # read, decayed, written
             if not records:
                 return DecayResult(
                     memories_analyzed=0, memories_decayed=0, avg_decay_factor=1.0, decayed_memories=[], dry_run=dry_run
                 )
             curve = _DecayCurve.of(records, now, decay_function, half_life_days, min_importance, access_weight)
             changed = curve.changed_rows()
+            report_progress(2, 3, "decay computed", source="steps")
             if not dry_run:
                 updates = [curve.decayed(i) for i in changed]
             if updates:

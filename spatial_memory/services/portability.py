@@ -26,6 +26,7 @@ from ..storage.history import RetiredState
 from ..storage.records import MemoryRecord, Provenance, iso, new_id
 from ..storage.relations import Relation
 from ..storage.schema import SUMMARY_COLUMNS
+from ..transport.progress import report_progress
 from .base import Service
 from .duplicates import near_copies
 from .results import (
@@ -245,6 +246,7 @@ class PortabilityService(Service):
         if namespace is not None and table.num_rows == 0:
             raise NamespaceNotFoundError(f"Namespace not found: '{namespace}'. Use namespaces to list them.")
         current = table.num_rows
+        report_progress(1, 3, "memories read", source="steps")  # read, with history and links, written
         history = store.history_arrow(flt)
         for name in formats.HISTORY_FIELDS:
             table = table.append_column(name, pa.nulls(table.num_rows, history.schema.field(name).type))
@@ -256,6 +258,7 @@ class PortabilityService(Service):
         history = history.append_column("relations", pa.nulls(history.num_rows, pa.string()))
         table = pa.concat_tables([table, history.select(table.column_names).cast(table.schema)])
         table = table.sort_by([("created_at", "ascending"), ("id", "ascending"), ("version", "ascending")])
+        report_progress(2, 3, "history and links added", source="steps")
         header = export_file.ExportHeader(store.model_id, store.dim, with_vectors)
         size = export_file.write_export(target, table, fmt, header)
         return ExportResult(

@@ -11,6 +11,7 @@ from ..errors import InsufficientMemoriesError, MemoryNotFoundError, Visualizati
 from ..runtime.resources import Resources
 from ..storage.filters import build_filter
 from ..storage.records import MemoryRecord
+from ..transport.progress import report_progress
 from . import render
 from .cache import VersionedCache
 from .results import VisualCluster, VisualEdge, VisualizeResult, VisualNode
@@ -25,6 +26,10 @@ def _select(records: list[MemoryRecord], limit: int, pinned: set[str]) -> list[M
         return records
     ranked = sorted(records, key=lambda r: (r.id not in pinned, -r.importance, -r.created_at.timestamp()))
     return ranked[:limit]
+
+
+# Progress of a drawing: the memories read, laid out (UMAP), clustered, then drawn.
+DRAW_STEPS = 4
 
 
 @dataclass(frozen=True)
@@ -117,6 +122,7 @@ class VisualizationService:
                 raise MemoryNotFoundError("None of the memory_ids exist. Use recall to find memory ids.")
         else:
             records = store.scan(build_filter(namespace=namespace), with_vectors=True)
+        report_progress(1, DRAW_STEPS, "memories read", source="steps")
         if not records:
             where = f" in namespace '{namespace}'" if namespace else ""
             raise InsufficientMemoriesError(f"visualize needs at least 1 memory{where}; found 0")
@@ -126,9 +132,11 @@ class VisualizationService:
         try:
             coords = alg.normalize_coordinates(alg.project(vectors, dimensions))
             self._projected = True
+            report_progress(2, DRAW_STEPS, "laid out", source="steps")
             labels = alg.cluster_vectors(vectors, 3).labels if len(records) >= 6 else np.full(len(records), -1)
         except Exception as exc:
             raise VisualizationError(f"projection failed: {exc}") from exc
+        report_progress(3, DRAW_STEPS, "clustered", source="steps")
 
         nodes = [
             VisualNode(

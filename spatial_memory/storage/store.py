@@ -69,6 +69,7 @@ class StoreOptions:
     index_cache_bytes: int | None = None  # None: sized by whether the table has a vector index
     index_policy: IndexPolicy = IndexPolicy()
     read_only: bool = False
+    on_commit: Callable[[], None] | None = None  # told after every commit (runtime/changes.py)
 
 
 def _open_table(
@@ -144,6 +145,7 @@ class MemoryStore:
         index_policy: IndexPolicy | None = None,
         clock: Callable[[], datetime] = utc_now,
         read_only: bool = False,
+        on_commit: Callable[[], None] | None = None,
     ) -> None:
         options = StoreOptions(
             compact_fragment_threshold,
@@ -152,6 +154,7 @@ class MemoryStore:
             index_cache_bytes,
             index_policy or IndexPolicy(),
             read_only,
+            on_commit,
         )
         self.model_id = model_id
         self.dim = dim
@@ -173,7 +176,7 @@ class MemoryStore:
         # Below the approximate index's threshold, searches run on an in-memory exact copy.
         self.exact = ExactSearch(table, ExactIndex(self.dim, 2 * policy.vector_index_threshold), self.indexed, clock)
         expiry = Expiry(table)
-        self.writer = Writer(table, locks, self.activity, self.exact.index, expiry)
+        self.writer = Writer(table, locks, self.activity, self.exact.index, expiry, options.on_commit)
         if table.damage is not None:
             self.writer.refuse_writes(table.damage.message)
         try:

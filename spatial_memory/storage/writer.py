@@ -78,9 +78,16 @@ class Writer:
     """Takes the write lock and commits, for every part of the store."""
 
     def __init__(
-        self, table: MemoryTable, locks: Locks, activity: WriteActivity, exact: ExactIndex, expiry: Expiry
+        self,
+        table: MemoryTable,
+        locks: Locks,
+        activity: WriteActivity,
+        exact: ExactIndex,
+        expiry: Expiry,
+        on_commit: Callable[[], None] | None = None,
     ) -> None:
         self._table = table
+        self._on_commit = on_commit  # told after every commit (runtime/changes.py)
         self.lock: Lock = locks.write
         self.index_lock: Lock = locks.index
         self._activity = activity
@@ -140,6 +147,8 @@ class Writer:
                 except Exception:  # noqa: BLE001 - the copy only speeds searches up
                     log.debug("exact index update failed", exc_info=True)
                     self._exact.invalidate()
+            if self._on_commit is not None:
+                self._on_commit()
             return result
 
     def attempt(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
@@ -24,6 +25,7 @@ from ..errors import InternalError, ResultTooLargeError, SpatialMemoryError, Val
 from ..runtime.imports import import_heavy_modules
 from ..storage.records import Provenance
 from ..transport.cancellation import request_scope
+from ..transport.progress import Progress, Reported, progress_scope
 
 if TYPE_CHECKING:
     from ..runtime.resources import Resources
@@ -110,16 +112,33 @@ def internal_failure(where: str) -> CallToolResult:
     return failure(InternalError(f"An internal error occurred. Reference: {reference}"))
 
 
-async def _heartbeat(ctx: Context, message: str) -> None:
-    """MCP progress notifications while a slow call runs (no-op unless the client sent a token)."""
-    elapsed = 0
-    while True:
-        try:
-            await ctx.report_progress(elapsed, None, message)
-        except Exception:  # noqa: BLE001 - progress is best effort
-            return
-        await anyio.sleep(1.0)
-        elapsed += 1
+PROGRESS_INTERVAL = 0.25  # seconds between progress notifications at most
+
+
+async def _send_progress(ctx: Context, progress: Progress, note: str | None, finished: anyio.Event) -> None:
+    """The work's own progress (done of total) as it grows, the last value included. With `note`,
+    until the work reports any, a heartbeat every second (elapsed seconds, no total); real progress
+    then continues above the last heartbeat, as MCP wants every value sent larger than the last."""
+    started = time.monotonic()
+    sent: Reported | None = None
+    beats = -1
+    try:
+        while True:
+            latest = progress.latest
+            if latest is not None and latest is not sent:
+                offset = max(beats, 0)
+                total = None if latest.total is None else offset + latest.total
+                await ctx.report_progress(offset + latest.done, total, latest.message)
+                sent = latest
+            elif latest is None and note is not None and int(time.monotonic() - started) > beats:
+                beats = int(time.monotonic() - started)
+                await ctx.report_progress(beats, None, note)
+            if finished.is_set():
+                return
+            with anyio.move_on_after(PROGRESS_INTERVAL):
+                await finished.wait()
+    except Exception:  # noqa: BLE001 - progress is best effort
+        return
 
 
 def in_worker(fn: Work) -> Work:
@@ -133,20 +152,23 @@ def in_worker(fn: Work) -> Work:
     return run
 
 
-async def _run_with_progress(fn: Work, app: Services, ctx: Context, progress: str | None) -> pydantic.BaseModel:
+async def _run_with_progress(fn: Work, app: Services, ctx: Context, note: str | None) -> pydantic.BaseModel:
+    # Every call: whether the client asked for progress is the SDK's to know (a token over JSON-RPC,
+    # a callback in process); ctx.report_progress sends nothing when it did not.
     fn = in_worker(fn)
-    if progress is None:
-        return await anyio.to_thread.run_sync(fn, app, abandon_on_cancel=True)
     outcome: pydantic.BaseModel | None = None
     error: BaseException | None = None
     async with anyio.create_task_group() as group:
-        group.start_soon(_heartbeat, ctx, progress)
-        try:
-            outcome = await anyio.to_thread.run_sync(fn, app, abandon_on_cancel=True)
-        except BaseException as exc:  # noqa: BLE001 - re-raised below, unwrapped by the task group
-            error = exc
-        finally:
-            group.cancel_scope.cancel()
+        with progress_scope() as progress:  # bound before the worker starts: it inherits the context
+            finished = anyio.Event()
+            group.start_soon(_send_progress, ctx, progress, note, finished)
+            try:
+                outcome = await anyio.to_thread.run_sync(fn, app, abandon_on_cancel=True)
+            except BaseException as exc:  # noqa: BLE001 - re-raised below, unwrapped by the task group
+                error = exc
+                group.cancel_scope.cancel()
+            finally:
+                finished.set()  # the last progress is sent before the result
     if error is not None or outcome is None:
         raise error or RuntimeError("the work returned nothing")
     return outcome
@@ -156,7 +178,8 @@ async def call(ctx: Context, fn: Work, *, progress: str | None = None) -> CallTo
     """Run `fn(app)` (one service call) in a worker thread and wrap its result or error: the one
     way every tool runs.
 
-    With `progress`, the client gets a progress notification every second until it finishes."""
+    A client that asked for progress gets the work's own (done of total, transport/progress.py);
+    with `progress`, also a heartbeat every second until the work reports any."""
     # The caller's view: a team server's principal gets an App confined to its namespaces.
     server_app: Any = ctx.request_context.lifespan_context  # server/app.py's App
     app: Services = server_app.for_scope(current_scope())

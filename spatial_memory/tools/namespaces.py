@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
+from mcp.server.elicitation import ElicitationResult
 from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.resolve import Resolve
 from mcp.types import CallToolResult
 
 from ..services.results import DeleteNamespaceResult, NamespacesResult, RenameNamespaceResult, StatsResult
 from .calls import CHANGING, DESTRUCTIVE, READ_ONLY, call
+from .confirmation import Confirmation, confirm_namespace_deletion, confirmed
 from .registry import tool
 from .types import Namespace, NamespaceFilter
 
@@ -31,10 +34,16 @@ async def namespaces(ctx: Context, include_stats: bool = True) -> Annotated[Call
 
 @tool(DESTRUCTIVE)
 async def delete_namespace(
-    namespace: Namespace, ctx: Context, confirm: bool = False, dry_run: bool = True
+    namespace: Namespace,
+    ctx: Context,
+    confirm: bool = False,
+    dry_run: bool = True,
+    # Not an argument: the user's answer where the client can ask (confirmation.py).
+    answer: Annotated[ElicitationResult[Confirmation], Resolve(confirm_namespace_deletion)] = None,
 ) -> Annotated[CallToolResult, DeleteNamespaceResult]:
     """Delete a namespace's memories: needs dry_run=false and confirm=true."""
-    return await call(ctx, lambda app: app.namespaces.delete_namespace(namespace, confirm=confirm, dry_run=dry_run))
+    sure = confirmed(answer)
+    return await call(ctx, lambda app: app.namespaces.delete_namespace(namespace, confirm=sure, dry_run=dry_run))
 
 
 @tool(CHANGING)

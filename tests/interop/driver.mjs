@@ -20,6 +20,11 @@
 //   {"prompt": "<name>", "arguments": {...}}  client.getPrompt
 //   {"complete": {"ref", "argument", "context"?}}  client.complete (completion/complete)
 //   {"ping": true}
+//   {"subscribe": "<uri>"}  resources/subscribe (2025 era); {"listen": ["<uri>", ...]} subscriptions/listen (2026)
+//   {"updates": true, "waitMs"?: n}  the resource URIs updated so far (after waiting), then forgets them
+//
+// Header "elicitation": "accept" | "decline" declares form elicitation and answers every question so
+// (accepting with {"confirm": true}); the questions asked are in the next call step's "elicited".
 //
 // References to earlier steps (0-based, in step order): a string that is exactly "$N.path" is
 // replaced by that value (any JSON type), and "{{N.path}}" inside a string by its text. The path
@@ -36,9 +41,37 @@
 import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+// The client SDK: 1.x (`@modelcontextprotocol/sdk`, the default) or, with "sdk": "2" in the
+// header, 2.x (`@modelcontextprotocol/client`), whose "mode" can be "auto" or a pinned
+// "2026-07-28" (its versionNegotiation; absent: the 2025 handshake, its default).
+async function loadSdk(version) {
+  if (version === "2") {
+    const core = await import("@modelcontextprotocol/client");
+    const stdio = await import("@modelcontextprotocol/client/stdio");
+    return {
+      Client: core.Client,
+      StdioClientTransport: stdio.StdioClientTransport,
+      StreamableHTTPClientTransport: core.StreamableHTTPClientTransport,
+      callTool: (client, params, options) => client.callTool(params, options),
+      onElicit: (client, handler) => client.setRequestHandler("elicitation/create", handler),
+      onUpdated: (client, handler) => client.setNotificationHandler("notifications/resources/updated", handler),
+      outputValidated: () => null, // 2.x keeps its validators private
+    };
+  }
+  const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
+  const { StdioClientTransport } = await import("@modelcontextprotocol/sdk/client/stdio.js");
+  const { StreamableHTTPClientTransport } = await import("@modelcontextprotocol/sdk/client/streamableHttp.js");
+  const types = await import("@modelcontextprotocol/sdk/types.js");
+  return {
+    Client,
+    StdioClientTransport,
+    StreamableHTTPClientTransport,
+    callTool: (client, params, options) => client.callTool(params, undefined, options),
+    onElicit: (client, handler) => client.setRequestHandler(types.ElicitRequestSchema, handler),
+    onUpdated: (client, handler) => client.setNotificationHandler(types.ResourceUpdatedNotificationSchema, handler),
+    outputValidated: (client, name) => Boolean(client.getToolOutputValidator(name)),
+  };
+}
 
 const DEFAULT_TIMEOUT_MS = 300_000;
 
@@ -115,7 +148,8 @@ async function allPages(fetchPage, key) {
   return { [key]: items, pages };
 }
 
-async function runStep(client, step, outputs, defaultTimeout) {
+async function runStep(session, step, outputs, defaultTimeout) {
+  const { client, sdk } = session;
   const resolved = substitute(step, outputs);
   const timeout = resolved.timeoutMs ?? defaultTimeout;
   const options = { timeout, maxTotalTimeout: timeout };
@@ -128,8 +162,10 @@ async function runStep(client, step, outputs, defaultTimeout) {
       extra.progress = progress;
     }
     // The SDK's own validation against the tool's outputSchema happens inside callTool.
-    extra.outputSchemaValidated = Boolean(client.getToolOutputValidator(resolved.call));
-    result = await client.callTool({ name: resolved.call, arguments: resolved.arguments ?? {} }, undefined, options);
+    extra.outputSchemaValidated = sdk.outputValidated(client, resolved.call);
+    session.elicited.length = 0;
+    result = await sdk.callTool(client, { name: resolved.call, arguments: resolved.arguments ?? {} }, options);
+    extra.elicited = [...session.elicited];
   } else if (resolved.list !== undefined) {
     const kinds = {
       tools: [(p) => client.listTools(p, options), "tools"],
@@ -148,6 +184,14 @@ async function runStep(client, step, outputs, defaultTimeout) {
     result = await client.complete(resolved.complete, options);
   } else if (resolved.ping !== undefined) {
     result = await client.ping(options);
+  } else if (resolved.subscribe !== undefined) {
+    result = await client.subscribeResource({ uri: resolved.subscribe }, options);
+  } else if (resolved.listen !== undefined) {
+    session.subscriptions.push(await client.listen({ resourceSubscriptions: resolved.listen }, options));
+    result = {};
+  } else if (resolved.updates !== undefined) {
+    await new Promise((resolve) => setTimeout(resolve, resolved.waitMs ?? 0));
+    result = { uris: session.updated.splice(0) };
   } else {
     throw new Error(`unknown step ${JSON.stringify(step)}`);
   }
@@ -156,16 +200,31 @@ async function runStep(client, step, outputs, defaultTimeout) {
 
 async function connect(header) {
   const server = header.server;
+  const sdk = await loadSdk(header.sdk ?? "1");
   const transport = server.url
-    ? new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: server.headers ?? {} } })
-    : new StdioClientTransport({
+    ? new sdk.StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: server.headers ?? {} } })
+    : new sdk.StdioClientTransport({
         command: server.command,
         args: server.args ?? [],
         env: server.env,
         cwd: server.cwd,
         stderr: "inherit",
       });
-  const client = new Client({ name: "spatial-memory-interop-test", version: "1.0.0" }, { capabilities: {} });
+  const capabilities = header.elicitation ? { elicitation: { form: {} } } : {};
+  const options = { capabilities };
+  if (header.mode === "auto") options.versionNegotiation = { mode: "auto" };
+  else if (header.mode) options.versionNegotiation = { mode: { pin: header.mode } };
+  const client = new sdk.Client({ name: "spatial-memory-interop-test", version: "1.0.0" }, options);
+  const session = { client, sdk, elicited: [], updated: [], subscriptions: [] };
+  if (header.elicitation) {
+    sdk.onElicit(client, async (request) => {
+      session.elicited.push(request.params.message);
+      return header.elicitation === "accept" ? { action: "accept", content: { confirm: true } } : { action: "decline" };
+    });
+  }
+  sdk.onUpdated(client, async (notification) => {
+    session.updated.push(notification.params.uri);
+  });
   await client.connect(transport, { timeout: header.timeoutMs ?? DEFAULT_TIMEOUT_MS });
   const tools = await allPages((p) => client.listTools(p), "tools");
   emit({
@@ -173,9 +232,10 @@ async function connect(header) {
     serverInfo: client.getServerVersion(),
     capabilities: client.getServerCapabilities(),
     instructions: client.getInstructions() ?? null,
+    protocolVersion: client.getNegotiatedProtocolVersion?.() ?? null,
     tools,
   });
-  return client;
+  return session;
 }
 
 async function* stepsFrom(header, lines) {
@@ -208,9 +268,9 @@ async function main() {
     header = JSON.parse(first.value);
   }
   const defaultTimeout = header.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  let client;
+  let session;
   try {
-    client = await connect(header);
+    session = await connect(header);
   } catch (error) {
     emit({ fatal: describeError(error) });
     await exit(1);
@@ -220,7 +280,7 @@ async function main() {
   for await (const step of stepsFrom(header, lines)) {
     let output;
     try {
-      output = { index, step, ok: true, ...(await runStep(client, step, outputs, defaultTimeout)) };
+      output = { index, step, ok: true, ...(await runStep(session, step, outputs, defaultTimeout)) };
     } catch (error) {
       output = { index, step, ok: false, error: describeError(error) };
     }
@@ -228,7 +288,8 @@ async function main() {
     emit(output);
     index += 1;
   }
-  await client.close();
+  for (const subscription of session.subscriptions) await subscription.close?.();
+  await session.client.close();
   await exit(0);
 }
 

@@ -1,7 +1,8 @@
 """Node.js plumbing for the TypeScript interop tests (tests/test_interop_typescript.py).
 
-The pinned packages (package.json + package-lock.json beside this file) are installed once per
-machine into a cache directory named after the hash of those two files:
+The pinned packages (package.json + package-lock.json beside this file; the conformance suite and
+the Node 22 it needs in conformance/) are installed once per machine into a cache directory named
+after the hash of those two files:
 
     $SPATIAL_MEMORY_TEST_NODE_CACHE, or ${XDG_CACHE_HOME:-~/.cache}/spatial-memory-mcp-tests/node
         <hash>/            node_modules, driver-<hash>.mjs, .complete
@@ -63,15 +64,15 @@ def cache_root() -> Path:
     return base / "spatial-memory-mcp-tests" / "node"
 
 
-def pinned_hash() -> str:
+def pinned_hash(here: Path = HERE) -> str:
     digest = hashlib.sha256()
     for name in PINNED_FILES:
-        digest.update(name.encode() + b"\0" + (HERE / name).read_bytes() + b"\0")
+        digest.update(name.encode() + b"\0" + (here / name).read_bytes() + b"\0")
     return digest.hexdigest()[:16]
 
 
-def pinned_versions() -> dict[str, str]:
-    return json.loads((HERE / "package.json").read_text())["dependencies"]
+def pinned_versions(here: Path = HERE) -> dict[str, str]:
+    return json.loads((here / "package.json").read_text())["dependencies"]
 
 
 class _FileLock:
@@ -158,12 +159,14 @@ class NodeTools:
         return [self.node, str((package / entry).resolve())]
 
 
-def _expected_files(directory: Path) -> list[Path]:
+def _expected_files(directory: Path, here: Path = HERE) -> list[Path]:
     modules = directory / "node_modules"
-    return [modules / name / "package.json" for name in pinned_versions()]
+    return [modules / name / "package.json" for name in pinned_versions(here)]
 
 
-def _install(root: Path, key: str) -> Path:
+def _install(root: Path, key: str, here: Path = HERE, rebuild: tuple[str, ...] = ()) -> Path:
+    """`npm ci` without install scripts, then `npm rebuild` of the packages named in `rebuild`
+    only (their install scripts run: the `node` package's fetches its platform's binary)."""
     target = root / key
     npm = shutil.which("npm")
     if npm is None:
@@ -172,7 +175,7 @@ def _install(root: Path, key: str) -> Path:
     temporary.mkdir()
     try:
         for name in PINNED_FILES:
-            shutil.copyfile(HERE / name, temporary / name)
+            shutil.copyfile(here / name, temporary / name)
         env = dict(os.environ)
         env.update(
             {
@@ -185,34 +188,37 @@ def _install(root: Path, key: str) -> Path:
                 "npm_config_fetch_retry_maxtimeout": "20000",
             }
         )
-        command = [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=warn"]
-        try:
-            done = subprocess.run(
-                command,
-                cwd=temporary,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=INSTALL_TIMEOUT_SECONDS,
-                stdin=subprocess.DEVNULL,
-            )
-        except subprocess.TimeoutExpired as exc:
-            output = (exc.stdout or "") + (exc.stderr or "")
-            output = output.decode(errors="replace") if isinstance(output, bytes) else output
-            unavailable(
-                f"`{' '.join(command)}` in {temporary} did not finish in {INSTALL_TIMEOUT_SECONDS:.0f} s "
-                f"(is the npm registry reachable?); its output:\n{_tail(output)}"
-            )
-        if done.returncode != 0:
-            unavailable(
-                f"`{' '.join(command)}` in {temporary} failed with exit status {done.returncode} "
-                f"(is the npm registry reachable? pinned: {pinned_versions()}); its output:\n"
-                f"{_tail(done.stdout + done.stderr)}"
-            )
-        missing = [str(p) for p in _expected_files(temporary) if not p.is_file()]
+        commands = [[npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=warn"]]
+        if rebuild:
+            commands.append([npm, "rebuild", *rebuild, "--foreground-scripts", "--loglevel=warn"])
+        for command in commands:
+            try:
+                done = subprocess.run(
+                    command,
+                    cwd=temporary,
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    timeout=INSTALL_TIMEOUT_SECONDS,
+                    stdin=subprocess.DEVNULL,
+                )
+            except subprocess.TimeoutExpired as exc:
+                output = (exc.stdout or "") + (exc.stderr or "")
+                output = output.decode(errors="replace") if isinstance(output, bytes) else output
+                unavailable(
+                    f"`{' '.join(command)}` in {temporary} did not finish in {INSTALL_TIMEOUT_SECONDS:.0f} s "
+                    f"(is the npm registry reachable?); its output:\n{_tail(output)}"
+                )
+            if done.returncode != 0:
+                unavailable(
+                    f"`{' '.join(command)}` in {temporary} failed with exit status {done.returncode} "
+                    f"(is the npm registry reachable? pinned: {pinned_versions(here)}); its output:\n"
+                    f"{_tail(done.stdout + done.stderr)}"
+                )
+        missing = [str(p) for p in _expected_files(temporary, here) if not p.is_file()]
         if missing:
             unavailable(f"npm ci finished but these are missing: {missing}")
-        (temporary / ".complete").write_text(json.dumps({"pinned": pinned_versions(), "at": time.time()}))
+        (temporary / ".complete").write_text(json.dumps({"pinned": pinned_versions(here), "at": time.time()}))
         if target.exists():  # a directory without .complete: not ours to trust
             shutil.rmtree(target, ignore_errors=True)
         os.replace(temporary, target)
@@ -242,8 +248,13 @@ def node_tools() -> NodeTools:
         unavailable(f"`node --version` gave {version!r}")
     if int(match.group(1)) < MIN_NODE_MAJOR:
         unavailable(f"node {version} is too old (need {MIN_NODE_MAJOR} or newer)")
+    return NodeTools(node, version or "?", installed())
+
+
+def installed(here: Path = HERE, rebuild: tuple[str, ...] = ()) -> Path:
+    """The cache directory holding the packages pinned in `here`, installed on first use."""
     root = cache_root()
-    key = pinned_hash()
+    key = pinned_hash(here)
     target = root / key
     if not (target / ".complete").is_file():
         try:
@@ -251,10 +262,27 @@ def node_tools() -> NodeTools:
             with _FileLock(root / f"{key}.lock", LOCK_TIMEOUT_SECONDS):
                 if not (target / ".complete").is_file():  # another process may have installed it meanwhile
                     _remove_stale_temporaries(root, key)
-                    _install(root, key)
+                    _install(root, key, here, rebuild)
         except (OSError, TimeoutError) as exc:
             unavailable(f"could not install the pinned node packages into {root}: {exc}")
-    return NodeTools(node, version or "?", target)
+    return target
+
+
+CONFORMANCE = HERE / "conformance"
+
+
+def conformance_suite() -> tuple[str, Path]:
+    """Node 22 (the npm package `node`, which the suite needs) and the suite's entry point, from
+    the packages pinned in conformance/ (installed into the cache like the others)."""
+    if shutil.which("npm") is None:
+        unavailable("npm is not on PATH")
+    directory = installed(CONFORMANCE, rebuild=("node",))
+    node = directory / "node_modules" / "node" / "bin" / "node"
+    if not node.is_file():
+        unavailable(f"the npm package node did not install its binary at {node}")
+    package = directory / "node_modules" / "@modelcontextprotocol" / "conformance"
+    entry = json.loads((package / "package.json").read_text())["bin"]["conformance"]
+    return str(node), (package / entry).resolve()
 
 
 # ---- the driver ------------------------------------------------------------------------------
@@ -270,7 +298,14 @@ class TsClient:
     `step()` sends one step and returns the driver's answer line (see driver.mjs); `connected` is
     the first line (server info, capabilities, tools/list)."""
 
-    def __init__(self, tools: NodeTools, server: dict[str, Any], log_path: Path, timeout: float = 300.0) -> None:
+    def __init__(
+        self,
+        tools: NodeTools,
+        server: dict[str, Any],
+        log_path: Path,
+        timeout: float = 300.0,
+        header: dict[str, Any] | None = None,
+    ) -> None:
         self.log_path = log_path
         self.timeout = timeout
         self._log = open(log_path, "wb")  # noqa: SIM115 - closed in close()
@@ -284,7 +319,8 @@ class TsClient:
         self._lines: queue.Queue[bytes | None] = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
-        self._send({"server": server, "timeoutMs": int(timeout * 1000)})
+        # `header`: the driver's options beside the server (its "sdk", "mode", "elicitation").
+        self._send({"server": server, "timeoutMs": int(timeout * 1000), **(header or {})})
         self.connected = self._next(timeout)
         if "fatal" in self.connected or not self.connected.get("connected"):
             raise DriverError(f"the TypeScript client could not connect: {self.connected}; log:\n{self.log_tail()}")
