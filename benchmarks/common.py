@@ -106,6 +106,12 @@ def print_table(title: str, rows: list[dict[str, Any]]) -> None:
     sys.stdout.flush()
 
 
+def keep_row(rows: list[dict[str, Any]], row: dict[str, Any]) -> None:
+    """A run's row kept, and shown on stderr as it lands (a long run's progress)."""
+    rows.append(row)
+    print(json.dumps(row), file=sys.stderr, flush=True)
+
+
 def write_json(name: str, payload: dict[str, Any]) -> Path:
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     path = RESULTS_DIR / f"{name}.json"

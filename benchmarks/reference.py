@@ -3,6 +3,7 @@
     python -m benchmarks.reference                    # 3 interleaved rounds, N = 1,000
     python -m benchmarks.reference --venv /tmp/ref-venv --rounds 5
     python -m benchmarks.run --only cold_start --reference   # the same, inside the suite
+    python -m benchmarks.reference -n 10000 --fp32 --ingest-only    # backfill-sized ingest, both paths
 
 The reference is installed into a scratch virtualenv on first use (torch first, then the
 package; several minutes) and driven through the same MCP client as ours. Each round, for
@@ -32,7 +33,7 @@ from typing import Any
 
 from spatial_memory.evaluation.soak import rss_mb, short_texts
 
-from .common import child_pids, print_table, write_json
+from .common import child_pids, keep_row, print_table, write_json
 
 REFERENCE_VERSION = "1.11.4"
 # The reference imports torch through sentence-transformers; pip would otherwise pick a CUDA build.
@@ -125,7 +126,7 @@ def cpu_seconds(pid: int | None) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def one_server(name: str, command, root: Path, n: int) -> dict[str, Any]:
+async def one_server(name: str, command, root: Path, n: int, ingest_only: bool = False) -> dict[str, Any]:
     store = root / f"{name}-store"
     shutil.rmtree(store, ignore_errors=True)
     store.mkdir(parents=True)
@@ -141,14 +142,19 @@ async def one_server(name: str, command, root: Path, n: int) -> dict[str, Any]:
         t, cpu = time.perf_counter(), cpu_seconds(pid)
         for start in range(0, n, 100):
             await call(client, "remember_batch", {"memories": [{"content": c} for c in texts[start : start + 100]]})
-        row["remember_batch_per_s"] = round(n / (time.perf_counter() - t), 1)
+        wall = time.perf_counter() - t
+        row["ingest_wall_s"] = round(wall, 2)
+        row["remember_batch_per_s"] = round(n / wall, 1)
         row["remember_batch_cpu_ms_per_memory"] = round((cpu_seconds(pid) - cpu) * 1000 / n, 2)
+        row["peak_rss_after_ingest_mb"] = (rss_mb(pid) if pid else {}).get("peak_rss_mb")
         samples = []
         for q in short_texts(RECALL_QUERIES, seed=12345):
             t = time.perf_counter()
             await call(client, "recall", {"query": q, "limit": 10})
             samples.append((time.perf_counter() - t) * 1000)
         row["recall_p50_ms"] = round(statistics.median(samples), 1)
+    if ingest_only:
+        return row
     viz_all = {"max_memories": n} if name != "reference" else {}  # the reference caps maps by a setting
     async with spawn(argv, env, root) as (client, pid):
         t, cpu = time.perf_counter(), cpu_seconds(pid)
@@ -164,9 +170,17 @@ async def one_server(name: str, command, root: Path, n: int) -> dict[str, Any]:
     return row
 
 
-async def compare(venv: Path, rounds: int = 3, n: int = 1000, before: Path | None = None) -> dict[str, Any]:
-    """Both servers (and `before`, another checkout of ours, when given), interleaved rounds with
-    the order alternating; prints the table, returns the JSON."""
+async def compare(
+    venv: Path,
+    rounds: int = 3,
+    n: int = 1000,
+    before: Path | None = None,
+    *,
+    fp32: bool = False,
+    ingest_only: bool = False,
+) -> dict[str, Any]:
+    """Both servers (and `before`, another checkout of ours, and ours on the fp32 path, when asked),
+    interleaved rounds with the order alternating; prints the table, returns the JSON."""
     python = ensure_reference(venv)
     root = Path(tempfile.mkdtemp(prefix="sm-ref-"))
     layout_cache = root / "user-cache"  # ours: empty in round 1, its first map ever
@@ -177,25 +191,43 @@ async def compare(venv: Path, rounds: int = 3, n: int = 1000, before: Path | Non
                 ("ours", lambda store: ours_command(store, layout_cache)),
                 ("reference", lambda store: reference_command(python, store)),
             ]
+            if fp32:
+                servers.insert(1, ("ours-fp32", lambda store: ours_fp32_command(store, root / "fp32-cache")))
             if before is not None:
                 servers.insert(1, ("before", lambda store: ours_command(store, root / "before-cache", before)))
             for name, command in servers if round_ % 2 else servers[::-1]:
-                row = await one_server(name, command, root, n)
+                row = await one_server(name, command, root, n, ingest_only)
                 row["round"] = round_
-                rows.append(row)
-                print(json.dumps(row), file=sys.stderr, flush=True)
+                keep_row(rows, row)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     summary = summarize(rows)
     print_table(f"Beside spatial-memory-mcp {REFERENCE_VERSION} (N = {n:,}; medians of {rounds} rounds)", summary)
-    return {"reference_version": REFERENCE_VERSION, "n": n, "rounds": rows, "summary": summary}
+    return {"reference_version": REFERENCE_VERSION, "n": n, "host": host_load(), "rounds": rows, "summary": summary}
+
+
+def ours_fp32_command(store: Path, cache: Path) -> tuple[list[str], dict[str, str]]:
+    """This checkout's server on the bundled model's fp32 path (sentence-transformers' vectors)."""
+    argv, env = ours_command(store, cache)
+    return argv, {**env, "SPATIAL_MEMORY_EMBEDDING_PRECISION": "fp32"}
+
+
+def host_load() -> str:
+    """The 1/5/15-minute load averages and the core count when the run ended: a busy host's figures
+    are noisier (ratios measured in one run hold up better than absolute times)."""
+    try:
+        return f"load {' '.join(Path('/proc/loadavg').read_text().split()[:3])} on {os.cpu_count()} cores"
+    except OSError:
+        return ""
 
 
 METRICS = (
     "spawn_to_tools_list_s",
     "spawn_to_first_remember_s",
     "remember_batch_per_s",
+    "ingest_wall_s",
     "remember_batch_cpu_ms_per_memory",
+    "peak_rss_after_ingest_mb",
     "recall_p50_ms",
     f"first_visualize_{VIZ_MEMORIES}_s",
     f"first_visualize_{VIZ_MEMORIES}_process_cpu_s",
@@ -209,18 +241,28 @@ def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for metric in METRICS:
         entry: dict[str, Any] = {"metric": metric}
         medians = {}
-        for name in ("before", "ours", "reference"):
+        for name in ("before", "ours-fp32", "ours", "reference"):
             values = [r[metric] for r in rows if r["server"] == name and r.get(metric) is not None]
             if metric.startswith("first_visualize") and name != "reference":
                 values = values[1:] or values  # round 1: its first map with an empty user cache, on its own
             if values:
                 medians[name] = statistics.median(values)
                 entry[name] = f"{medians[name]:g} ({min(values):g}-{max(values):g})"
-        if medians.get("ours") is not None and medians.get("reference"):
-            entry["ours / reference"] = f"{medians['ours'] / medians['reference']:.2f}x"
+        for name in ("ours", "ours-fp32", "before"):
+            if medians.get(name) is not None and medians.get("reference"):
+                entry[f"{name} / reference"] = f"{medians[name] / medians['reference']:.2f}x"
+        # Per round, then the median: both servers of a round saw the same host load.
+        paired = [
+            (r, next((o for o in rows if o["server"] == "reference" and o["round"] == r["round"]), None))
+            for r in rows
+            if r["server"] == "ours"
+        ]
+        ratios = [r[metric] / o[metric] for r, o in paired if o and r.get(metric) and o.get(metric)]
+        if ratios:
+            entry["ours / reference per round (median)"] = f"{statistics.median(ratios):.2f}x"
         out.append(entry)
     key = f"first_visualize_{VIZ_MEMORIES}_s"
-    firsts = {r["server"]: f"{r[key]:g}" for r in rows if r["server"] != "reference" and r["round"] == 1}
+    firsts = {r["server"]: f"{r[key]:g}" for r in rows if r["server"] != "reference" and r["round"] == 1 and key in r}
     if firsts:
         out.append({"metric": f"{key}, first map ever (round 1)", **firsts})
     return out
@@ -232,9 +274,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("-n", type=int, default=1000, help="memories stored per round")
     parser.add_argument("--before", default="", help="another checkout of this project, measured too")
+    parser.add_argument("--fp32", action="store_true", help="ours on the fp32 path too")
+    parser.add_argument("--ingest-only", action="store_true", help="no visualize step (backfill-sized runs)")
+    parser.add_argument("--name", default="reference", help="results file name (benchmarks/results/<name>.json)")
     args = parser.parse_args()
     before = Path(args.before) if args.before else None
-    write_json("reference", asyncio.run(compare(Path(args.venv), args.rounds, args.n, before)))
+    result = compare(Path(args.venv), args.rounds, args.n, before, fp32=args.fp32, ingest_only=args.ingest_only)
+    write_json(args.name, asyncio.run(result))
 
 
 if __name__ == "__main__":

@@ -129,17 +129,33 @@ def render() -> str:
             *markdown_table(spatial["rows"]),
             "",
         ]
-    if reference:
+    for run in (reference, _load("reference_10000")):
+        if not run:
+            continue
         lines += [
-            f"### Beside spatial-memory-mcp {reference['reference_version']}, one run "
-            f"({reference['generated_at'][:10]}, N = {reference['n']:,})",
+            f"### Beside spatial-memory-mcp {run['reference_version']}, one run "
+            f"({run['generated_at'][:10]}, N = {run['n']:,}{', host ' + run['host'] if run.get('host') else ''})",
             "",
-            "Both servers (and `before`, the previous build, when the run had one) driven by the same MCP client, "
-            f"rounds interleaved; medians with (min-max) over {len({r['round'] for r in reference['rounds']})} rounds. "
-            "first_visualize: the first call of a fresh process on a filled store. The reference is compared only "
-            "here, with figures of the same run: the tables above come from other runs.",
+            "Both servers (and `before`, the previous build, and `ours-fp32`, this build on the fp32 path, when the "
+            "run had them) driven by the same MCP client, rounds interleaved; medians with (min-max) over "
+            f"{len({r['round'] for r in run['rounds']})} rounds. first_visualize: the first call of a fresh process on "
+            "a filled store. The reference is compared only here, with figures of the same run: the tables above "
+            "come from other runs.",
             "",
-            *markdown_table(reference["summary"]),
+            *markdown_table(run["summary"]),
+            "",
+        ]
+    footprint = _load("footprint")
+    if footprint:
+        lines += [
+            f"### A server session's memory ({footprint['generated_at'][:10]}; `python -m benchmarks.footprint`)",
+            "",
+            f"Start, {footprint['n']:,} memories by remember_batch x 100, {footprint['recalls']} recalls, a "
+            f"{footprint['visualize']}-point visualize, regions, 5 s idle; VmRSS / VmHWM (MB) after each step, medians "
+            f"of {len({r['round'] for r in footprint['rounds']})} interleaved rounds. Targets (issue 39): session peak "
+            "<= 550 MB, settled <= 500 MB.",
+            "",
+            *markdown_table(footprint["summary"]),
             "",
         ]
     if quality:

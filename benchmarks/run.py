@@ -41,14 +41,15 @@ def _fresh_store(root: Path, name: str, models: Path | None) -> Path:
 
 
 def _shared_models(root: Path) -> Path:
-    """The ONNX graph the run's stores share: the cold start's, or built here once when that
-    section did not run. A server that builds it peaks ~330 MB higher, once per install, which
-    would otherwise be charged to whichever section runs first."""
+    """The ONNX graphs the run's stores share: the cold start's, or built here once when that
+    section did not run. Building them (in a child process since issue 39) takes a few seconds
+    once per install, which would otherwise be charged to whichever section runs first."""
     models = root / "cold-first" / "models"
     if not models.exists():
         from spatial_memory.embeddings.onnx_encoder import OnnxSentenceEncoder, bundled_model_dir
 
-        OnnxSentenceEncoder(bundled_model_dir(), models).encode(["builds the graph"])
+        for precision in ("fp32", "int8"):  # a new store's path, and the one of stores written before it
+            OnnxSentenceEncoder(bundled_model_dir(), models, precision=precision).encode(["builds the graph"])
     return models
 
 

@@ -49,6 +49,7 @@ class App:
         self._scoped_lock = threading.Lock()
         # Here, not at the top: importing the services loads numpy-heavy modules, which the server's
         # opening answers must not wait for (server/app.py imports this module).
+        from .services.atlas import AtlasService
         from .services.connections import ConnectionService
         from .services.consolidation import ConsolidationService
         from .services.extraction import ExtractionService
@@ -57,6 +58,7 @@ class App:
         from .services.memory import MemoryService
         from .services.namespaces import NamespaceService
         from .services.portability import PortabilityService
+        from .services.procedures import ProcedureService
         from .services.revisions import RevisionService
         from .services.search import SearchService
         from .services.spatial import SpatialService
@@ -76,3 +78,5 @@ class App:
         self.connections = ConnectionService(self.resources)
         self.health = HealthService(self.resources)
         self.vocabulary = VocabularyService(self.resources)
+        self.atlas = AtlasService(self.resources)
+        self.procedures = ProcedureService(self.resources)

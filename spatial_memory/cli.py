@@ -110,6 +110,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ingest.add_argument("--store", help="the store's directory (default: SPATIAL_MEMORY_PATH)")
     ingest.set_defaults(handler=_ingest_command)
+    backfill = commands.add_parser(
+        "backfill",
+        help="capture memories and procedures from the transcripts a client keeps on disk",
+        description="Replay the transcripts Claude Code (~/.claude/projects) or Cursor (~/.cursor/projects) "
+        "already keeps through the hooks' capture rules and store the result: a memory that does not start "
+        "empty. Running it again stores nothing twice; secrets are redacted. Progress goes to stderr.",
+    )
+    backfill.add_argument("--client", required=True, choices=["claude-code", "cursor"])
+    backfill.add_argument("--since", help="only what happened from this date (YYYY-MM-DD) or time (ISO 8601)")
+    backfill.add_argument("--project", type=Path, help="only this project's transcripts (its directory)")
+    backfill.add_argument("--store", help="the store's directory (default: SPATIAL_MEMORY_PATH)")
+    backfill.set_defaults(handler=_backfill_command)
     doctor_parser = commands.add_parser(
         "doctor",
         help="check a store (versions, fragments, indexes, model record, rows); --repair fixes it",
@@ -125,6 +137,17 @@ def build_parser() -> argparse.ArgumentParser:
     doctor_parser.add_argument("--repair", action="store_true", help="restore the last good version")
     doctor_parser.add_argument("--json", action="store_true", help="print the report as JSON")
     doctor_parser.set_defaults(handler=_doctor_command)
+    ui = commands.add_parser(
+        "ui",
+        help="open the atlas: the memory's map and browser, as a local web page",
+        description="Serve the atlas (map, search, memory panel, history, captures) on 127.0.0.1 and open it in "
+        "the browser. The first line printed is its URL, with a token of this launch: the page answers only "
+        "to requests carrying it, at that address.",
+    )
+    ui.add_argument("--path", help="the store's directory (default: SPATIAL_MEMORY_PATH)")
+    ui.add_argument("--port", type=int, default=0, help="the port (default: a free one)")
+    ui.add_argument("--no-open", action="store_true", help="print the URL but do not open a browser")
+    ui.set_defaults(handler=_ui_command)
     # More commands: commands.add_parser(...).set_defaults(handler=...).
     return parser
 
@@ -200,6 +223,35 @@ def _custom_store(settings):
     from .config import default_data_dir
 
     return None if settings.path == default_data_dir().expanduser().resolve() else settings.path
+
+
+def _backfill_command(args: argparse.Namespace) -> None:
+    # Imported when this command runs: each command loads only what it needs (module docstring).
+    from .capture.backfill import backfill, parse_since
+
+    try:
+        since = parse_since(args.since) if args.since else None
+    except ValueError as exc:
+        sys.stderr.write(f"{PROG}: {exc}\n")
+        raise SystemExit(2) from None
+    project = args.project.expanduser().resolve() if args.project else None
+    if project is not None and not project.is_dir():
+        sys.stderr.write(f"{PROG}: --project {args.project} is not a directory\n")
+        raise SystemExit(2)
+    settings = _settings_or_exit(**({"path": args.store} if args.store else {}))
+    # Imported when this command runs: each command loads only what it needs (module docstring).
+    from .app import App
+    from .runtime.resources import Resources
+
+    app = App(Resources(settings))
+    try:
+        done = backfill(app, args.client, since=since, project=project)
+    finally:
+        app.resources.close(settings.lock_timeout_seconds)
+    sys.stderr.write(
+        f"{done.transcripts} transcripts, {done.records} captures, {done.stored} new memories stored "
+        f"in {done.seconds:.1f} s\n"
+    )
 
 
 def _ingest_command(args: argparse.Namespace) -> None:
@@ -306,6 +358,19 @@ def _doctor_command(args: argparse.Namespace) -> None:
     if report.opened_version is None:
         raise SystemExit(2)
     raise SystemExit(0 if report.healthy else 1)
+
+
+def _ui_command(args: argparse.Namespace) -> None:
+    import logging  # here, as every command's imports: `spatial-memory` without a command imports nothing heavy
+
+    if not 0 <= args.port <= 65535:
+        sys.stderr.write(f"{PROG}: --port must be from 0 to 65535\n")
+        raise SystemExit(2)
+    settings = _settings_or_exit(**({"path": args.path} if args.path else {}))
+    logging.basicConfig(stream=sys.stderr, level=settings.log_level, format="%(levelname)s %(name)s: %(message)s")
+    from .atlas.server import serve_local  # the web server's stack, only for this command
+
+    serve_local(settings, port=args.port, open_browser=not args.no_open)
 
 
 def serve(**overrides) -> None:

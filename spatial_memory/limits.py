@@ -43,6 +43,9 @@ MAX_BRIDGES = 500  # corpus_bridges' max_bridges
 MAX_RELATION_CHARS = 64
 MAX_STEPS = 20  # journey's and wander's steps
 DUPLICATE_SIMILARITY = (0.7, 0.99)  # dedup_threshold and consolidate's similarity_threshold
+MAX_TRAJECTORY_STEPS = 50  # build_skill's trajectory
+MAX_PROCEDURE_LABEL = 64  # a procedure's name, domain, a step's tool
+MAX_PROCEDURE_TEXT = 2_000  # a step's action and result, a trigger, a run's error and context
 
 # The settings tools/list and initialize depend on: the limits the tool schemas are built from
 # and the tools listed (tool_profiles.py); the handshake cache keys its answers by them.

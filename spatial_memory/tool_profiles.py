@@ -43,6 +43,10 @@ TOOL_NAMES = (
     "relate",
     "unrelate",
     "setup_hooks",
+    "build_skill",
+    "how_to",
+    "execute_skill",
+    "deprecate_skill",
 )
 # Everyday memory: store (one fact, or a session's worth in one all-or-nothing call), find,
 # correct, delete, and see which namespaces exist. docs/TOOLS.md, "Tool profiles", says why these.

@@ -109,9 +109,12 @@ def bundled_model(tmp_path_factory):
     """The bundled model loaded in this process, and the directory of its ONNX graph: built once
     per session. (router, models directory)"""
     from spatial_memory.embeddings import EmbeddingRouter
+    from spatial_memory.embeddings.router import NEW_STORE_PATH
 
     models = tmp_path_factory.mktemp("onnx") / "models"
-    router = EmbeddingRouter(cache_dir=models)
+    # The path a new store gets, pinned: a session-wide router must not follow a store written on
+    # the other path (test_model_path.py tests following) and embed later tests' texts that way.
+    router = EmbeddingRouter(precision=NEW_STORE_PATH, cache_dir=models)
     router.load()
     return router, models
 
@@ -119,6 +122,15 @@ def bundled_model(tmp_path_factory):
 @pytest.fixture(scope="session")
 def real_embedder(bundled_model):
     return bundled_model[0]
+
+
+@pytest.fixture
+def auto_embedder(bundled_models):
+    """The bundled model as a server configures it (precision auto): it follows the path an
+    existing store was written with (stores of earlier releases: fp32). One per test, as it moves."""
+    from spatial_memory.embeddings import EmbeddingRouter
+
+    return EmbeddingRouter(cache_dir=bundled_models)
 
 
 @pytest.fixture(scope="session")

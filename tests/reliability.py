@@ -83,7 +83,9 @@ def open_store(store: Path, *, fake: bool = True):
 
     if fake:
         return MemoryStore(store / "lancedb", FAKE_MODEL_ID, FAKE_DIM)
-    return MemoryStore(store / "lancedb", "all-MiniLM-L6-v2", 384)
+    from spatial_memory.embeddings.router import NEW_STORE_PATH, PATH_IDS
+
+    return MemoryStore(store / "lancedb", PATH_IDS[NEW_STORE_PATH], 384)  # what a new store's server records
 
 
 class ServerDied(Exception):

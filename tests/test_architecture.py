@@ -18,8 +18,18 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # pure: numpy and the standard library only; the lancedb import without its REST client, and
     # the exact search's one BLAS thread (storage's primitives: they import nothing of ours)
     ("algorithms", "errors", "limits", "tool_profiles", "storage.lancedb_import", "storage.blas", ""),
-    # pure text rules; process primitives: heavy imports, the heap, exiting, cancellation
-    ("text", "runtime.imports", "runtime.heap", "runtime.shutdown", "transport.cancellation", "transport.progress"),
+    # pure text rules; process primitives: heavy imports, the heap, exiting, cancellation; the atlas's
+    # name and its page (static files read as text)
+    (
+        "text",
+        "runtime.imports",
+        "runtime.heap",
+        "runtime.shutdown",
+        "transport.cancellation",
+        "transport.progress",
+        "atlas",
+        "atlas.page",
+    ),
     ("config",),
     # docs/SETTINGS.md, generated from config.py's field descriptions
     ("settings_doc",),
@@ -28,14 +38,17 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # a principal's namespaces, as filters (the confined store applies them)
     ("auth.scope",),
     ("storage",),
-    ("validation", "runtime"),
+    ("validation", "runtime", "procedures"),
     ("portability", "auth"),
     ("services",),
     # every service wired once: what the server and capture share
     ("app",),
-    ("capture",),
+    # the atlas page's operations: service calls on the App it is handed
+    ("capture", "atlas.api"),
     # quality measurements the benchmarks and tests share (the server never imports them)
     ("tools", "evaluation"),
+    # the atlas's web servers: the page and its operations, run as the tools run
+    ("atlas.server",),
     ("server",),
     ("cli",),
     ("__main__",),

@@ -22,8 +22,17 @@ def test_aliases_collapse_to_one_model_id():
     assert canonical_model_id("all-minilm-l6-v2") == "all-MiniLM-L6-v2"
 
 
+@pytest.fixture(scope="module")
+def fp32_embedder(bundled_models):
+    """The bundled model's fp32 path (the session's real_embedder is int8, a new store's default)."""
+    router = EmbeddingRouter(precision="fp32", cache_dir=bundled_models)
+    router.load()
+    return router
+
+
 @pytest.mark.model
-def test_onnx_vectors_equal_sentence_transformers(real_embedder, tmp_path):
+def test_onnx_vectors_equal_sentence_transformers(fp32_embedder, tmp_path):
+    real_embedder = fp32_embedder
     assert real_embedder.backend_name == "onnxruntime"
     ours = real_embedder.embed_documents(SENTENCES)
     assert ours.dtype == np.float32 and ours.shape == (len(SENTENCES), 384)
@@ -154,6 +163,9 @@ def test_superseded_graphs_of_the_model_are_removed_once_unused_for_a_day(tmp_pa
         "current": current,
         "old": tmp_path / "model-aaaaaaaaaaaaaaaa.onnx",
         "old_tmp": tmp_path / "model-bbbbbbbbbbbbbbbb.onnx.123.456.tmp",
+        "old_data": tmp_path / "model-aaaaaaaaaaaaaaaa.onnx.data",
+        "current_data": tmp_path / "model-0123456789abcdef.onnx.data",
+        "int8_path": tmp_path / "model-int8-eeeeeeeeeeeeeeee.onnx",
         "recent": tmp_path / "model-cccccccccccccccc.onnx",
         "other_model": tmp_path / "other-dddddddddddddddd.onnx",
         "unrelated": tmp_path / "model-notes.onnx",
@@ -162,10 +174,14 @@ def test_superseded_graphs_of_the_model_are_removed_once_unused_for_a_day(tmp_pa
         path.write_bytes(b"x")
         if name != "recent":
             os.utime(path, (day_ago, day_ago))
+    build_leftover = tmp_path / ".build-123-456"
+    build_leftover.mkdir()
+    (build_leftover / "fp32.onnx").write_bytes(b"x")
+    os.utime(build_leftover, (day_ago, day_ago))
     removed = remove_stale_graphs(current)
-    assert sorted(removed) == sorted([files["old"], files["old_tmp"]])
+    assert sorted(removed) == sorted([files["old"], files["old_tmp"], files["old_data"], build_leftover])
     assert {p.name for p in tmp_path.iterdir()} == {
-        files[k].name for k in ("current", "recent", "other_model", "unrelated")
+        files[k].name for k in ("current", "current_data", "int8_path", "recent", "other_model", "unrelated")
     }
 
 
@@ -173,7 +189,7 @@ def test_superseded_graphs_of_the_model_are_removed_once_unused_for_a_day(tmp_pa
 def test_two_installs_of_the_bundled_model_share_one_cached_graph(tmp_path, monkeypatch):
     import os
 
-    from spatial_memory.embeddings import bert_onnx
+    from spatial_memory.embeddings import graph_build
     from spatial_memory.embeddings.onnx_encoder import OnnxSentenceEncoder, bundled_model_dir
 
     cache = tmp_path / "models"
@@ -185,9 +201,10 @@ def test_two_installs_of_the_bundled_model_share_one_cached_graph(tmp_path, monk
     for item in installed.iterdir():
         if item.is_file():
             os.symlink(item, copy / item.name)
-    monkeypatch.setattr(bert_onnx, "build_bert_mean_pooling_onnx", lambda *a: pytest.fail("graph built twice"))
+    monkeypatch.setattr(graph_build, "build_graph", lambda *a: pytest.fail("graph built twice"))
     second = OnnxSentenceEncoder(copy, cache)
-    assert [p.name for p in cache.iterdir()] == [next(cache.glob("model-*.onnx")).name]
+    graph = next(cache.glob("model-*.onnx"))
+    assert sorted(p.name for p in cache.iterdir()) == [graph.name, graph.name + ".data"]  # no build leftovers
     assert np.allclose(first.encode(SENTENCES[:2]), second.encode(SENTENCES[:2]), atol=1e-6)
 
 
@@ -266,7 +283,8 @@ def test_batches_hold_at_most_their_rows_and_padded_tokens():
 
 
 @pytest.mark.model
-def test_batched_vectors_equal_one_at_a_time(real_embedder):
+def test_batched_vectors_equal_one_at_a_time(fp32_embedder):
+    real_embedder = fp32_embedder  # int8's depend a little on their batch: test_model_path.py
     texts = [SENTENCES[i % len(SENTENCES)] + f" ({i})" * (i % 4) for i in range(23)]
     together = real_embedder.embed_documents(texts)
     alone = np.stack([real_embedder.embed_query(t) for t in texts])

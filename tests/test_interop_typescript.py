@@ -249,6 +249,21 @@ def every_tool_steps(seeds: list[dict[str, Any]], unknown: str, export_path: str
         {"call": "relate", "arguments": {"source_id": "$0.ids.3", "target_id": "$0.ids.6", "relation": "caused"}},  # 46
         {"call": "recall", "arguments": {"query": "Billing moved to MySQL 8.", "namespace": NS, "expand": 3}},  # 47
         {"call": "setup_hooks", "arguments": {"client": "cursor", "scope": "project"}},  # 48
+        {
+            "call": "build_skill",
+            "arguments": {
+                "trajectory": [
+                    {"action": "Run the migrations", "tool": "bash", "parameters": {"cmd": "alembic upgrade"}}
+                ],
+                "outcome_score": 0.8,
+                "domain": "devops",
+                "trigger_pattern": "the billing schema is behind",
+                "namespace": NS,
+            },
+        },  # 49
+        {"call": "how_to", "arguments": {"task": "the billing schema is behind", "namespace": NS}},  # 50
+        {"call": "execute_skill", "arguments": {"procedure_id": "$49.procedure_id", "success": True}},  # 51
+        {"call": "deprecate_skill", "arguments": {"procedure_id": "$49.procedure_id", "reason": "done"}},  # 52
     ]
 
 
@@ -325,6 +340,8 @@ def test_every_tool_succeeds_through_the_typescript_client(node, tmp_path):
         step for m in data[47]["expanded"] for step in m["path"]
     ] or batch["ids"][6] in {m["id"] for m in data[47]["memories"]}
     assert data[48]["hooks_file"] == "<project>/.cursor/hooks.json" and data[48]["hooks"]["version"] == 1
+    assert data[50]["procedures"][0]["procedure_id"] == data[49]["procedure_id"]
+    assert data[51]["executions"] == 1 and data[52]["status"] == "deprecated"
 
 
 # ---- 2. typed errors ------------------------------------------------------------------------
@@ -527,7 +544,12 @@ def test_advertised_resources_and_prompts_work(node, tmp_path):
             templates = answer({"list": "resourceTemplates"})
             if resources is not None and templates is not None:
                 uris = [r["uri"] for r in resources["resources"]]
-                uris += [expand_template(t["uriTemplate"], memory_id) for t in templates["resourceTemplates"]]
+                # A skill's SKILL.md exists only for a live procedure: test_interop_skills reads them.
+                uris += [
+                    expand_template(t["uriTemplate"], memory_id)
+                    for t in templates["resourceTemplates"]
+                    if not t["uriTemplate"].startswith("skill://")
+                ]
                 if not uris:
                     problems.append("the resources capability is advertised but there are no resources or templates")
                 for uri in uris:
@@ -743,4 +765,4 @@ def test_output_schemas_compile_quietly_with_ajv_defaults(node, tmp_path):
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report == {"compiled": len(schemas), "warnings": []}
-    assert len(schemas) == 30
+    assert len(schemas) == 34

@@ -250,7 +250,7 @@ FIXTURE = Path(__file__).parent / "fixtures" / "store_0_2_0" / "lancedb"
 
 
 @pytest.mark.model
-async def test_a_store_of_the_previous_release_gains_the_new_columns_with_nothing_lost(tmp_path, real_embedder):
+async def test_a_store_of_the_previous_release_gains_the_new_columns_with_nothing_lost(tmp_path, auto_embedder):
     import lancedb
 
     shutil.copytree(FIXTURE, tmp_path / "store" / "lancedb")
@@ -261,7 +261,7 @@ async def test_a_store_of_the_previous_release_gains_the_new_columns_with_nothin
     )
     assert before and "pinned" not in before[0]
     settings = Settings(path=tmp_path / "store", preload=False)
-    async with Client(create_server(settings, embedder=real_embedder)) as client:
+    async with Client(create_server(settings, embedder=auto_embedder)) as client:
         assert (await call(client, "stats"))["total_memories"] == len(before)
         added = ("memory_type", "expires_at", "pinned", "version", "provenance")
         after = sorted(

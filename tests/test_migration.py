@@ -33,13 +33,15 @@ def _rows(db_path: Path) -> list[dict]:
     return sorted(table.to_arrow().drop_columns(["vector"]).to_pylist(), key=lambda r: r["id"])
 
 
-async def test_a_release_0_1_0_store_migrates_with_nothing_lost(old_store, real_embedder):
+async def test_a_release_0_1_0_store_migrates_with_nothing_lost(old_store, auto_embedder):
     before = _rows(old_store / "lancedb")
     assert before and "session_id" not in before[0]
     settings = Settings(path=old_store, preload=False)
-    async with Client(create_server(settings, embedder=real_embedder)) as client:
+    async with Client(create_server(settings, embedder=auto_embedder)) as client:
         stats = data(await client.call_tool("stats", {}))
         assert stats["total_memories"] == len(before)
+        # Its vectors came from the fp32 path (the only one then): its queries and new memories use it too.
+        assert auto_embedder.model_id == stats["embedding_model"] == "all-MiniLM-L6-v2"
         after = _rows(old_store / "lancedb")
         added = ("session_id", "sequence", "speaker", "occurred_at")
         added += ("memory_type", "expires_at", "pinned", "version", "provenance")  # memories that change
@@ -63,5 +65,5 @@ async def test_a_release_0_1_0_store_migrates_with_nothing_lost(old_store, real_
         ][0]
         assert found["id"] == stored["id"] and found["session_id"] == "chat-1" and found["sequence"] == 0
     # Opening it again changes nothing more.
-    async with Client(create_server(settings, embedder=real_embedder)) as client:
+    async with Client(create_server(settings, embedder=auto_embedder)) as client:
         assert data(await client.call_tool("stats", {}))["total_memories"] == len(before) + 1

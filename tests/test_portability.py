@@ -619,7 +619,11 @@ def check_reference(records_: dict) -> None:
         assert record.access_count == 0
 
 
-async def test_reference_exports_import_with_their_vectors(tmp_path, real_embedder):
+async def test_reference_exports_import_with_their_vectors(tmp_path, bundled_models):
+    from spatial_memory.embeddings import EmbeddingRouter
+
+    # The reference's vectors are the fp32 model's (its files name no model): an fp32 store takes them.
+    real_embedder = EmbeddingRouter(precision="fp32", cache_dir=bundled_models)
     by_format = {}
     for fmt in ("parquet", "json", "csv"):
         settings = reference_settings(tmp_path, fmt)

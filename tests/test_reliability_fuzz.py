@@ -169,10 +169,24 @@ COUNT_CHANGE = {
     "forget_batch": lambda r: -r["deleted"],
     "delete_namespace": lambda r: 0 if r["dry_run"] else -r["memories_deleted"],
     "extract": lambda r: r["memories_created"],
-    "consolidate": lambda r: 0 if r["dry_run"] else -r["memories_deleted"],
+    # distill adds one memory per group and deletes none; the other strategies delete the absorbed
+    "consolidate": lambda r: (
+        0 if r["dry_run"] else sum(g["action_taken"] == "distilled" for g in r["groups"]) - r["memories_deleted"]
+    ),
     "import_memories": lambda r: r["memories_imported"],
+    "build_skill": lambda r: 1,
 }
-KEEPS_COUNT = {"rename_namespace", "decay", "reinforce", "export_memories", "update_memory", "relate", "unrelate"}
+KEEPS_COUNT = {
+    "rename_namespace",
+    "decay",
+    "reinforce",
+    "export_memories",
+    "update_memory",
+    "relate",
+    "unrelate",
+    "execute_skill",
+    "deprecate_skill",
+}
 
 
 class Session:

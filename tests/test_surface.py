@@ -69,8 +69,13 @@ async def test_capabilities_advertise_what_is_served(client):
     resources = (await client.list_resources()).resources
     templates = (await client.list_resource_templates()).resource_templates
     prompts = (await client.list_prompts()).prompts
-    assert {str(r.uri) for r in resources} == {"memory://stats", "memory://namespaces"}
-    assert {t.uri_template for t in templates} == {"memory://{namespace}/recent", "memory://memory/{memory_id}"}
+    assert {str(r.uri) for r in resources} == {"memory://stats", "memory://namespaces", "ui://spatial-memory/atlas"}
+    assert {t.uri_template for t in templates} == {
+        "memory://{namespace}/recent",
+        "memory://memory/{memory_id}",
+        "skill://spatial-memory/{name}/SKILL.md",
+    }
+    assert capabilities.extensions == {"io.modelcontextprotocol/skills": {}}
     assert {p.name for p in prompts} == {"recall_for_task", "review_tag", "save_session_summary"}
 
 

@@ -237,9 +237,27 @@ async def victim(team: Team) -> dict[str, Any]:
         assert not (
             await s.call_tool("relate", {"source_id": ids[0], "target_id": ids[1], "relation": "supports"})
         ).is_error
+        procedure = body(
+            await s.call_tool(
+                "build_skill",
+                {
+                    "trajectory": [{"action": f"Open the {MARKER} vault with code 000"}],
+                    "outcome_score": 1.0,
+                    "domain": "vaults",
+                    "trigger_pattern": f"the {MARKER} vault must be opened",
+                    "namespace": "victim",
+                },
+            )
+        )
         exported = body(await s.call_tool("export_memories", {"output_path": "victim.json"}))
         before = body(await s.call_tool("get_memories", {"memory_ids": ids}))
-    return {"ids": ids, "export": exported["output_path"], "before": before}
+    return {
+        "ids": ids,
+        "export": exported["output_path"],
+        "before": before,
+        "procedure": procedure["procedure_id"],
+        "skill_uri": procedure["skill_uri"],
+    }
 
 
 # ---- (a) the Python SDK's streamable-HTTP client: every tool --------------------------------
@@ -268,8 +286,9 @@ async def test_every_tool_works_over_http_with_a_token(team, victim):
 # ---- (b) a hostile principal tries every tool on another's namespace and memories ----------
 
 
-def hostile_calls(ids: list[str], victim_export: str) -> dict[str, list[dict[str, Any]]]:
-    """Per tool, the calls mallory makes against victor's namespace `victim` and memories `ids`."""
+def hostile_calls(ids: list[str], victim_export: str, procedure: str) -> dict[str, list[dict[str, Any]]]:
+    """Per tool, the calls mallory makes against victor's namespace `victim`, memories `ids` and
+    procedure."""
     a, b = ids[0], ids[1]
     return {
         "remember": [{"content": "planted", "namespace": "victim"}, {"content": "mine", "namespace": "mallory"}],
@@ -323,6 +342,10 @@ def hostile_calls(ids: list[str], victim_export: str) -> dict[str, list[dict[str
         "relate": [{"source_id": a, "target_id": b, "relation": "contradicts"}],
         "unrelate": [{"source_id": a, "target_id": b}],
         "setup_hooks": [{"client": "cursor"}],
+        "build_skill": [{"trajectory": [{"action": "x"}], "outcome_score": 1.0, "domain": "d", "namespace": "victim"}],
+        "how_to": [{"task": f"the {MARKER} vault must be opened"}, {"task": "vault", "namespace": "victim"}],
+        "execute_skill": [{"procedure_id": procedure, "success": False, "error": "sabotage"}],
+        "deprecate_skill": [{"procedure_id": procedure, "reason": "sabotage"}],
     }
 
 
@@ -339,8 +362,17 @@ ALLOWED_REFUSALS = {
 }
 
 
+async def skills_request(s, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    import mcp_types
+    from pydantic import TypeAdapter
+
+    message = mcp_types.Request[dict[str, Any], str](method=method, params=params)
+    return await s.send_request(message, TypeAdapter(dict[str, Any]))
+
+
 async def test_a_hostile_principal_never_sees_or_changes_anothers_memories(team, victim):
     ids = victim["ids"]
+    victor_skill = victim["skill_uri"]
     folder = Path(victim["export"]).parent
     # Results cached for victor (same arguments, same table version) are never served to mallory.
     cached = [("regions", {}), ("visualize", {}), ("visualize", {"memory_ids": ids})]
@@ -352,7 +384,7 @@ async def test_a_hostile_principal_never_sees_or_changes_anothers_memories(team,
             result = await s.call_tool(name, arguments)
             assert result.is_error and MARKER not in result.content[0].text, (name, result.content[0].text)
         listed = {t.name for t in (await s.list_tools()).tools}
-        calls = hostile_calls(ids, victim["export"])
+        calls = hostile_calls(ids, victim["export"], victim["procedure"])
         assert listed == set(calls), f"tools without a hostile case: {sorted(listed - set(calls))}"
         # A forged import file of mallory's own, naming victor's ids (it must not overwrite them).
         mine = body(await s.call_tool("remember", {"content": "mallory's note", "namespace": "mallory"}))
@@ -411,6 +443,13 @@ async def test_a_hostile_principal_never_sees_or_changes_anothers_memories(team,
         in_victim = await s.complete(review, {"name": "tag", "value": ""}, {"namespace": "victim"})
         assert in_victim.completion.values == []
         assert mine["namespace"] == "mallory"
+        # Skills: victor's procedure is not served to mallory, by listing or by its URI.
+        skills = await skills_request(s, "skills/list", {})
+        assert MARKER not in json.dumps(skills)
+        with pytest.raises(MCPError):
+            await skills_request(s, "skills/get", {"uri": victor_skill})
+        with pytest.raises(MCPError):
+            await s.read_resource(victor_skill)
     # Victor's memories are all there, unchanged, with their relation; his completions see his tag.
     async with session(team, team.tokens["victor"]) as s:
         from mcp.types import PromptReference
@@ -420,9 +459,12 @@ async def test_a_hostile_principal_never_sees_or_changes_anothers_memories(team,
     async with session(team, team.tokens["victor"]) as s:
         after = body(await s.call_tool("get_memories", {"memory_ids": ids}))
         assert after == victim["before"]
+        (mine_still,) = body(await s.call_tool("how_to", {"task": f"the {MARKER} vault must be opened"}))["procedures"]
+        assert (mine_still["executions"], mine_still["status"]) == (0, "live")  # untouched by mallory
+        assert [e["uri"] for e in (await skills_request(s, "skills/list", {}))["skills"]] == [victor_skill]
         listed_namespaces = body(await s.call_tool("namespaces", {}))["namespaces"]
         assert [n["name"] for n in listed_namespaces] == ["victim"]
-        assert listed_namespaces[0]["memory_count"] == len(ids)
+        assert listed_namespaces[0]["memory_count"] == len(ids) + 1  # and his procedure
 
 
 def test_every_argument_naming_a_namespace_is_checked(tmp_path):
@@ -629,3 +671,44 @@ def test_every_tool_works_through_the_typescript_client_over_http(team, victim, 
     assert succeeded(answers[-1])["not_found"] == victim["ids"][:1]
     assert {n["name"] for n in data[20]["namespaces"]} == {"tessa-interop", "tessa-extracted"}
     assert MARKER not in json.dumps(data)
+
+
+# ---- the atlas at /ui ---------------------------------------------------------------------------
+
+
+async def test_the_atlas_at_ui_shows_a_principal_only_its_own_memories(team, victim):
+    base = f"http://127.0.0.1:{team.port}/ui"
+    page = httpx.get(base, timeout=30)
+    assert page.status_code == 200 and '<meta name="atlas-transport" content="team">' in page.text
+    assert MARKER not in page.text  # the page itself holds no data
+
+    def call(operation: str, token: str | None, arguments: dict[str, Any]) -> httpx.Response:
+        headers = {"authorization": f"Bearer {token}"} if token else {}
+        return httpx.post(f"{base}/api/{operation}", json=arguments, headers=headers, timeout=120)
+
+    assert call("map", None, {}).status_code == 401
+    assert call("map", "not-a-token", {}).status_code == 401
+    own = call("map", team.tokens["victor"], {})
+    assert own.status_code == 200 and set(victim["ids"]) <= set(own.json()["ids"])
+    assert own.json()["namespaces"] == ["victim"]
+    other = call("map", team.tokens["mallory"], {}).json()
+    assert not set(victim["ids"]) & set(other["ids"]) and "victim" not in other["namespaces"]
+    assert MARKER not in json.dumps(other)
+    for operation, arguments in (
+        ("memory", {"id": victim["ids"][0]}),
+        ("history", {"id": victim["ids"][0]}),
+        ("forget", {"id": victim["ids"][0]}),
+        ("update", {"id": victim["ids"][0], "content": "taken over"}),
+    ):
+        refused = call(operation, team.tokens["mallory"], arguments)
+        assert MARKER not in refused.text and SECRET not in refused.text, operation
+        if operation == "memory":
+            assert refused.json()["memory"] is None
+        elif operation == "forget":
+            assert refused.json()["deleted"] == 0
+        else:
+            assert refused.status_code == 404 and refused.json()["error"] == "MemoryNotFoundError", operation
+    found = call("recall", team.tokens["mallory"], {"query": f"{MARKER} vault code"}).json()
+    assert all(MARKER not in m["content"] for m in found["memories"])
+    still = call("memory", team.tokens["victor"], {"id": victim["ids"][0]}).json()
+    assert MARKER in still["memory"]["content"]

@@ -30,6 +30,7 @@ READ_ONLY = [
     "discover_connections",
     "corpus_bridges",
     "setup_hooks",
+    "how_to",
 ]
 
 

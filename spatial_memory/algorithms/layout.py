@@ -123,8 +123,12 @@ def smooth_knn_distances(knn_dists: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return np.maximum(mid, np.maximum(floor, 1e-12)), rhos
 
 
-# curve_parameters(0.1): importing scipy.optimize to fit them costs ~0.5 s of CPU.
-_KNOWN_CURVES = {(0.1, 1.0): (1.5769434602697652, 0.8950608778515733)}
+# curve_parameters(0.1) (visualize) and (0.5) (the atlas): importing scipy.optimize to fit them
+# costs ~0.5 s of CPU.
+_KNOWN_CURVES = {
+    (0.1, 1.0): (1.5769434602697652, 0.8950608778515733),
+    (0.5, 1.0): (0.5830300203414425, 1.3341669924314914),
+}
 
 
 @functools.lru_cache(maxsize=8)

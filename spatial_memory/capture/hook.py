@@ -24,7 +24,8 @@ from . import payloads as p
 from .namespace import project_namespace, project_root
 from .records import now_iso, to_record
 from .selection import from_text, from_tool_use, remember_highlights, session_summary
-from .session_state import session_state
+from .selection import routines as find_routines
+from .session_state import routines_seen, session_state
 from .spool import Spool
 
 INGEST_ENV = "SPATIAL_MEMORY_CAPTURE_INGEST"  # Settings.capture_ingest: false = no one ingests on their own
@@ -74,45 +75,73 @@ def capture(event: p.HookEvent, spool: Spool, namespace: str, *, write: bool = T
     next hook reads those messages again (same ids: stored once) instead of skipping them."""
     project = str(project_root(event.cwd))
     with session_state(spool.dir, event.client, event.session_id) as state:
-        items = []
-        if event.kind == p.PROMPT and event.prompt:
-            items += from_text(redact(event.prompt), "user", occurred_at=now_iso())
-        elif event.kind in (p.TOOL_USE, p.FILE_EDIT, p.SHELL):
-            response = redact_value(_bounded(event.tool_response))
-            found = from_tool_use(event.tool_name, redact_value(event.tool_input), response, state, project)
-            for item in found:
-                item.ref = event.tool_use_id
-            items += found
-        elif event.kind == p.ASSISTANT_TEXT and event.text:
-            items += from_text(redact(event.text), "assistant", ref=event.tool_use_id, occurred_at=now_iso())
+        messages = []
         if event.kind in (p.PRE_COMPACT, p.STOP, p.SESSION_END) and event.transcript_path:
             from .transcript import read_since  # a hook process imports only what its event needs
 
             messages, state["transcript_offset"] = read_since(event.transcript_path, state["transcript_offset"])
-            for m in messages:
-                items += from_text(redact(m.text), m.speaker, ref=m.ref, occurred_at=m.timestamp)
-        remember_highlights(state, items)
         if event.kind == p.SESSION_END:
-            summary = session_summary(state, namespace, now_iso()[:10])
-            if summary is not None:
-                items.append(summary)
-        for item in items:  # everything was redacted on the way in; this is the last line of defence
-            item.content = redact(item.content)
-        records = [
-            to_record(
-                item,
-                client=event.client,
-                client_version=event.client_version,
-                event=event.name,
-                session_id=event.session_id,
-                namespace=namespace,
-                tool_name=event.tool_name,
-            )
-            for item in items
-        ]
+            with routines_seen(spool.dir) as seen:
+                items = selected(event, state, project, namespace, messages, routines=seen)
+        else:
+            items = selected(event, state, project, namespace, messages)
+        records = records_of(items, event, namespace)
         if write:
             spool.append(records)
     return records
+
+
+def selected(
+    event: p.HookEvent,
+    state: dict,
+    project: str,
+    namespace: str,
+    messages: Sequence = (),
+    *,
+    date: str | None = None,
+    routines: dict | None = None,
+) -> list:
+    """What one event (and the transcript messages read with it) leaves to remember, redacted; the
+    session's `state` updated; `date`: the session summary's (today); `routines`: the routines of
+    earlier sessions, read at the session's end. Shared by the hooks and by backfill."""
+    items = []
+    if event.kind == p.PROMPT and event.prompt:
+        items += from_text(redact(event.prompt), "user", occurred_at=now_iso())
+    elif event.kind in (p.TOOL_USE, p.FILE_EDIT, p.SHELL):
+        response = redact_value(_bounded(event.tool_response))
+        found = from_tool_use(event.tool_name, redact_value(event.tool_input), response, state, project)
+        for item in found:
+            item.ref = event.tool_use_id
+        items += found
+    elif event.kind == p.ASSISTANT_TEXT and event.text:
+        items += from_text(redact(event.text), "assistant", ref=event.tool_use_id, occurred_at=now_iso())
+    for m in messages:
+        items += from_text(redact(m.text), m.speaker, ref=m.ref, occurred_at=m.timestamp)
+    remember_highlights(state, items)
+    if event.kind == p.SESSION_END:
+        summary = session_summary(state, namespace, date or now_iso()[:10])
+        if summary is not None:
+            items.append(summary)
+        if routines is not None:
+            items += find_routines(state, routines, event.session_id)
+    for item in items:  # everything was redacted on the way in; this is the last line of defence
+        item.content = redact(item.content)
+    return items
+
+
+def records_of(items: list, event: p.HookEvent, namespace: str) -> list[dict]:
+    return [
+        to_record(
+            item,
+            client=event.client,
+            client_version=event.client_version,
+            event=event.name,
+            session_id=event.session_id,
+            namespace=namespace,
+            tool_name=event.tool_name,
+        )
+        for item in items
+    ]
 
 
 def store_directory(explicit: str | None = None) -> Path:

@@ -55,7 +55,7 @@ def to_record(
         metadata["capture_ref"] = item.ref
     if tool_name and item.speaker == "tool":
         metadata["capture_tool"] = tool_name
-    return {
+    record = {
         "v": FORMAT,
         "id": record_id(client, session_id, item),
         "content": item.content,
@@ -72,6 +72,9 @@ def to_record(
         "client_version": client_version,
         "metadata": metadata,
     }
+    if item.procedure is not None:  # a proposed procedure (store.py hands it to the procedures service)
+        record["procedure"] = item.procedure
+    return record
 
 
 def now_iso() -> str:

@@ -7,6 +7,12 @@ Tool uses (speaker "tool"):
     and the files edited in between (the most useful memory a session leaves);
   - a commit or a dependency change that succeeded;
   - nothing for reads, searches, listings, fetches or a command that simply passed.
+Procedures (kind "procedure", proposed at low confidence: services/procedures.py stores them
+captured, and live once they are seen to work again):
+  - fail-edit-pass: a command that failed, the edits after it, and the same command passing -
+    "to fix this error, do this"; the same error fixed again (in another session) confirms it;
+  - a routine: ROUTINE_LENGTH commands (not reads or listings) run one after the other, passing,
+    in ROUTINE_SESSIONS sessions; seen in one more session, it is confirmed.
 Text (the user's prompts, the assistant's messages; speaker "user" / "assistant"): the
 statements text/extraction.py's pattern rules score at MIN_CONFIDENCE or above (decisions,
 preferences, root causes, requirements, explicit notes, ...), at most MAX_PER_MESSAGE of them.
@@ -29,6 +35,11 @@ MAX_PER_MESSAGE = 4
 MIN_TEXT_CHARS = 20
 MAX_CONTENT_CHARS = 1000
 MAX_LINE_CHARS = 200
+MAX_FIX_STEPS = 5  # edits kept as steps of a fix procedure
+MAX_RAN = 200  # commands of a session kept for its routines
+ROUTINE_LENGTH = 3
+ROUTINE_SESSIONS = 2  # a routine is proposed once seen in this many sessions
+MAX_ROUTINES = 2_000  # routine windows remembered across sessions
 
 EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit", "edit_file", "write"})
 SHELL_TOOLS = frozenset({"Bash", "Shell", "run_terminal_cmd"})
@@ -44,6 +55,11 @@ _LOCATION_LINE = re.compile(r"^\s*(?:File \"|at |Traceback|\^|~)")
 _COUNT_LINE = re.compile(r"(?i)^(?:found \d+ errors?|\d+ (?:failed|errors?))\b")
 _PASSED = re.compile(r"(?i)\b(?:0 failed|all checks passed|no errors?|\d+ passed)\b")
 _COMMIT = re.compile(r"^\s*git\s+commit\b")
+# Commands that only look (a routine is what changes something or checks it).
+_READ_ONLY = re.compile(
+    r"^\s*(?:ls|ll|cd|pwd|cat|less|more|head|tail|echo|printf|grep|rg|ag|find|fd|tree|wc|which|whoami|env|"
+    r"clear|history|man|file|stat|du|df|ps|top|git\s+(?:status|diff|log|show|branch|remote|blame|stash\s+list))\b"
+)
 _DEPENDENCY = re.compile(
     r"^\s*(?:(?:uv\s+)?pip3?\s+install|uv\s+(?:add|remove)|poetry\s+(?:add|remove)|npm\s+(?:install|i|uninstall)\s+\S|"
     r"yarn\s+(?:add|remove)|pnpm\s+(?:add|remove)|cargo\s+(?:add|remove)|go\s+get)\b"
@@ -62,9 +78,10 @@ class Captured:
         tags: list[str] | None = None,
         ref: str | None = None,  # the transcript entry or tool use it came from
         occurred_at: str | None = None,
+        procedure: dict[str, Any] | None = None,  # kind "procedure": what build_skill takes, and a fingerprint
     ) -> None:
         self.content, self.speaker, self.kind, self.importance = content, speaker, kind, importance
-        self.tags, self.ref, self.occurred_at = tags or [], ref, occurred_at
+        self.tags, self.ref, self.occurred_at, self.procedure = tags or [], ref, occurred_at, procedure
 
     def __repr__(self) -> str:
         return f"Captured({self.kind}, {self.speaker}, {self.content[:60]!r})"
@@ -92,9 +109,6 @@ def _file_edit(tool_name: str, tool_input: dict[str, Any], state: dict[str, Any]
     edited = state.setdefault("edited", [])
     if path not in edited:
         edited.append(path)
-    for failure in state.get("failures", {}).values():
-        if path not in failure["edits"]:
-            failure["edits"].append(path)
     if tool_name == "Write" or "content" in tool_input:
         content = str(tool_input.get("content") or "")
         first = _first_meaningful(content)
@@ -109,6 +123,12 @@ def _file_edit(tool_name: str, tool_input: dict[str, Any], state: dict[str, Any]
                 if first:
                     break
         what = f"Edited {path}" + (f": now `{first}`" if first else "")
+    for failure in state.get("failures", {}).values():
+        if path not in failure["edits"]:
+            failure["edits"].append(path)
+        changes = failure.setdefault("changes", [])
+        if len(changes) < MAX_FIX_STEPS:
+            changes.append(what)
     return [Captured(what, "tool", "file_edit", 0.45, ["file-edit"])]
 
 
@@ -128,18 +148,93 @@ def _shell(command: str, response: Any, state: dict[str, Any]) -> list[Captured]
         state["failed"] = state.get("failed", 0) + 1
         failures[key] = {"command": shown, "error": error, "edits": []}
         return [Captured(f"Command `{shown}` failed: {error}", "tool", "command_failed", 0.6, ["error"])]
+    if not _READ_ONLY.match(command):
+        ran = state.setdefault("ran", [])
+        ran.append(shown)
+        del ran[:-MAX_RAN]
     failed = failures.pop(key, None)
     if failed is not None:
         state["fixed"] = state.get("fixed", 0) + 1
         edits = failed["edits"]
         after = f" after editing {', '.join(edits[:5])}" if edits else ""
         content = f"Fixed: `{shown}` passes now{after}; it had failed with: {failed['error']}"
-        return [Captured(content, "tool", "fix", 0.8, ["solution", "fix"])]
+        found = [Captured(content, "tool", "fix", 0.8, ["solution", "fix"])]
+        if edits:  # a rerun that passes without an edit is a flaky check, not a fix
+            found.append(_fix_procedure(shown, key, failed))
+        return found
     if _COMMIT.match(command) or _DEPENDENCY.match(command):
         first = _first_meaningful(output)
         content = f"Ran `{shown}`" + (f": {first}" if first else "")
         return [Captured(content, "tool", "command", 0.5, ["command"])]
     return []
+
+
+def _fix_procedure(shown: str, key: str, failed: dict[str, Any]) -> Captured:
+    """The procedure a fail-edit-pass sequence shows: run, read the error, make the edits, run again."""
+    error = failed["error"]
+    steps = [{"action": f"Run `{shown}`; it fails with: {error}", "tool": "Bash"}]
+    steps += [{"action": change, "tool": "Edit"} for change in failed.get("changes", [])[:MAX_FIX_STEPS]]
+    steps.append({"action": f"Run `{shown}` again", "tool": "Bash", "result": "it passes"})
+    trigger = f"`{shown}` fails with: {error}"
+    procedure = {
+        "name": _clip(f"fix {_error_kind(error)} in {key}", 64),
+        "trigger_pattern": trigger,
+        "domain": "coding",
+        "steps": steps,
+        "fingerprint": "fix:" + key + ":" + _error_shape(error),
+    }
+    content = f"To fix {trigger}: " + "; then ".join(step["action"] for step in steps[1:])
+    return Captured(_clip(content, MAX_CONTENT_CHARS), "tool", "procedure", 0.3, ["procedure"], procedure=procedure)
+
+
+def routines(state: dict[str, Any], seen: dict[str, Any], session_id: str) -> list[Captured]:
+    """At a session's end: the routines it ran (ROUTINE_LENGTH passing commands in a row, no reads)
+    that `seen` (the routines of earlier sessions, updated here) shows in ROUTINE_SESSIONS sessions
+    or more, as procedures. Windows overlapping one already taken in this session are skipped."""
+    ran = state.get("ran", [])
+    found: list[Captured] = []
+    taken_until = -1
+    for start in range(len(ran) - ROUTINE_LENGTH + 1):
+        window = ran[start : start + ROUTINE_LENGTH]
+        if len({_command_key(c) for c in window}) < ROUTINE_LENGTH:
+            continue  # the same check rerun is not a routine
+        fingerprint = "routine:" + " | ".join(_command_key(c) for c in window)
+        entry = seen.setdefault(fingerprint, {"sessions": []})
+        if session_id not in entry["sessions"]:
+            entry["sessions"] = [*entry["sessions"], session_id][-ROUTINE_SESSIONS * 4 :]
+        if len(entry["sessions"]) < ROUTINE_SESSIONS or start <= taken_until:
+            continue
+        taken_until = start + ROUTINE_LENGTH - 1
+        steps = [{"action": f"Run `{command}`", "tool": "Bash"} for command in window]
+        procedure = {
+            "name": _clip("routine: " + " then ".join(_command_key(c) for c in window), 64),
+            "trigger_pattern": "the usual sequence: " + ", ".join(f"`{c}`" for c in window),
+            "domain": "devops",
+            "steps": steps,
+            "fingerprint": fingerprint,
+        }
+        content = "Routine, run in several sessions: " + "; then ".join(f"`{c}`" for c in window)
+        found.append(
+            Captured(_clip(content, MAX_CONTENT_CHARS), "tool", "procedure", 0.3, ["procedure"], procedure=procedure)
+        )
+    while len(seen) > MAX_ROUTINES:  # the oldest first (dicts keep insertion order)
+        seen.pop(next(iter(seen)))
+    return found
+
+
+def _error_kind(error: str) -> str:
+    """A few words naming an error: its exception or tool code, else its first words."""
+    named = re.search(r"([A-Z]\w*(?:Error|Exception))|(error\[\w+\])|\b([A-Z]{1,4}\d{2,4})\b", error)
+    if named:
+        return next(g for g in named.groups() if g)
+    return " ".join(error.split()[:4])
+
+
+def _error_shape(error: str) -> str:
+    """An error without what changes between occurrences of it (numbers, quoted names, paths)."""
+    shape = re.sub(r"(['\"`]).*?\1", "''", error.lower())
+    shape = re.sub(r"[\w./-]*/[\w./-]*", "<path>", shape)
+    return re.sub(r"\d+", "<n>", " ".join(shape.split()))[:120]
 
 
 def _output_of(response: Any) -> str:

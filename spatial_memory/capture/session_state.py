@@ -60,6 +60,27 @@ def session_state(spool_dir: Path, client: str, session_id: str) -> Iterator[dic
         os.replace(tmp, path)
 
 
+ROUTINES_FILE = "routines.json"
+
+
+@contextmanager
+def routines_seen(spool_dir: Path) -> Iterator[dict[str, Any]]:
+    """The command routines seen across sessions (selection.routines), locked; saved on exit.
+    Only SessionEnd opens it."""
+    spool_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path = spool_dir / ROUTINES_FILE
+    with _locked(spool_dir / "routines.lock"):
+        try:
+            seen = json.loads(path.read_text("utf-8"))
+        except (FileNotFoundError, ValueError):
+            seen = {}
+        seen = seen if isinstance(seen, dict) else {}
+        yield seen
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(seen, ensure_ascii=False), "utf-8")
+        os.replace(tmp, path)
+
+
 def forget_old_sessions(spool_dir: Path, max_age_seconds: float) -> int:
     """Remove the state of sessions untouched for `max_age_seconds`. A session resumed after that
     reads its transcript again from the start; what it captured before has the same ids and is

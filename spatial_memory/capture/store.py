@@ -52,9 +52,17 @@ def provenance(record: dict[str, Any]):
 
 
 def store_captured(app: Any, records: list[dict[str, Any]]) -> int:
-    """Store the spool records not stored yet, in one commit; returns how many were new.
-    Records that are not valid memories are dropped (logged by id, never by content)."""
+    """Store the spool records not stored yet, in one commit; returns how many were new (or, for a
+    proposed procedure, confirmed). Records that are not valid memories are dropped (logged by id,
+    never by content)."""
     records = list({r["id"]: r for r in records if _well_formed(r)}.values())
+    proposals = [r for r in records if isinstance(r.get("procedure"), dict)]
+    records = [r for r in records if not isinstance(r.get("procedure"), dict)]
+    stored = app.procedures.capture_proposals([(p, provenance(p)) for p in proposals]) if proposals else 0
+    return stored + _store_memories(app, records)
+
+
+def _store_memories(app: Any, records: list[dict[str, Any]]) -> int:
     if not records:
         return 0
     store = app.resources.store()

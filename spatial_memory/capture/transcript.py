@@ -54,7 +54,7 @@ def _message(entry: dict[str, Any]) -> Message | None:
     if entry.get("isMeta") or entry.get("isSidechain") or entry.get("isCompactSummary"):
         return None
     body = entry.get("message") if isinstance(entry.get("message"), dict) else entry
-    role = body.get("role") or entry.get("type")
+    role = body.get("role") or entry.get("role") or entry.get("type")  # Cursor: role beside message
     if role not in ("user", "assistant"):
         return None
     text = _text_of(body.get("content", body.get("text")))

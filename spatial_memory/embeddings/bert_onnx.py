@@ -7,52 +7,60 @@ onnxruntime from the very first start, offline.
 The graph computes token embeddings -> BERT encoder -> attention-masked mean pooling;
 the caller L2-normalizes. It mirrors sentence-transformers' Transformer + Pooling(mean)
 for BertModel checkpoints with absolute position embeddings.
+
+Weights are streamed one tensor at a time from the safetensors file into the graph's external
+data file (`<graph>.data`), so the build holds one tensor, not several copies of all of them.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
-import threading
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
 OPSET = 17
 # Part of the cached graph's name (onnx_encoder.graph_path): bump it whenever the graph built
 # from the same weights changes, so no server loads a graph of an older build.
-GRAPH_VERSION = 1
+GRAPH_VERSION = 2
+# Tensors at least this big go to the external data file, each at an offset aligned to this
+# (onnxruntime maps aligned external data instead of copying it).
+EXTERNAL_MIN_BYTES = 1024
+ALIGNMENT = 4096
 
 
 def build_bert_mean_pooling_onnx(model_dir: Path, output_path: Path) -> None:
-    """Write an ONNX model with inputs input_ids/attention_mask (int64, [batch, seq])
-    and output `pooled` (float32, [batch, hidden])."""
+    """Write an ONNX model with inputs input_ids/attention_mask (int64, [batch, seq]) and output
+    `pooled` (float32, [batch, hidden]) to `output_path`, its weights to `output_path`.data
+    (graph_build.py builds it in a scratch directory and moves it into place)."""
     # onnx and safetensors only while a graph is built (once per install), never when one is loaded.
     import onnx
-    from safetensors.numpy import load_file
+    from safetensors import safe_open
 
     config = json.loads((model_dir / "config.json").read_text())
     if config.get("model_type") != "bert" or config.get("position_embedding_type", "absolute") != "absolute":
         raise ValueError(f"unsupported architecture in {model_dir}")
-    graph = _BertGraph(config, load_file(str(model_dir / "model.safetensors")))
-    x = graph.embeddings()
-    mask, additive_mask = graph.attention_masks()
-    for i in range(int(config["num_hidden_layers"])):
-        x = graph.encoder_layer(x, f"encoder.layer.{i}.", additive_mask)
-    model = graph.model(graph.mean_pooled(x, mask))
-    onnx.checker.check_model(model)
     output_path.parent.mkdir(parents=True, exist_ok=True)
-    # A unique temp name, then an atomic rename: two servers building at once both succeed.
-    tmp = output_path.with_name(f"{output_path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    onnx.save_model(model, str(tmp))
-    tmp.replace(output_path)
+    data_path = output_path.with_name(output_path.name + ".data")
+    with safe_open(str(model_dir / "model.safetensors"), framework="numpy") as weights, data_path.open("wb") as data:
+        graph = _BertGraph(config, weights, data, data_path.name)
+        x = graph.embeddings()
+        mask, additive_mask = graph.attention_masks()
+        for i in range(int(config["num_hidden_layers"])):
+            x = graph.encoder_layer(x, f"encoder.layer.{i}.", additive_mask)
+        model = graph.model(graph.mean_pooled(x, mask))
+    onnx.save_model(model, str(output_path))
+    onnx.checker.check_model(str(output_path))  # by path: the external data is checked beside it
 
 
 class _BertGraph:
-    """The ONNX nodes and initializers of one BERT model, built step by step from its weights."""
+    """The ONNX nodes and initializers of one BERT model, built step by step from its weights
+    (a safetensors handle, read a tensor at a time); tensors of EXTERNAL_MIN_BYTES or more are
+    appended to `data`, the file named `data_name` beside the graph, and referenced from it."""
 
-    def __init__(self, config: dict, weights: dict[str, np.ndarray]) -> None:
+    def __init__(self, config: dict, weights, data: BinaryIO, data_name: str) -> None:
         # onnx only while a graph is built (see build_bert_mean_pooling_onnx).
         from onnx import TensorProto, helper, numpy_helper
 
@@ -62,17 +70,38 @@ class _BertGraph:
         self.head_dim = self.hidden // self.heads
         self.eps = float(config.get("layer_norm_eps", 1e-12))
         self._weights = weights
-        self._prefix = "bert." if "bert.embeddings.word_embeddings.weight" in weights else ""
+        self._data, self._data_name = data, data_name
+        self._prefix = "bert." if "bert.embeddings.word_embeddings.weight" in set(weights.keys()) else ""
         self.inits: list = []
         self.nodes: list = []
         self._counter = iter(range(1_000_000))
 
     def const(self, name: str, array: np.ndarray) -> str:
-        self.inits.append(self._numpy_helper.from_array(np.ascontiguousarray(array), name))
+        array = np.ascontiguousarray(array)
+        if array.nbytes < EXTERNAL_MIN_BYTES:
+            self.inits.append(self._numpy_helper.from_array(array, name))
+            return name
+        end = self._data.tell()
+        offset = end + -end % ALIGNMENT
+        self._data.seek(offset)
+        self._data.write(memoryview(array).cast("B"))
+        tensor = self._tensor(
+            name=name,
+            data_type=self._helper.np_dtype_to_tensor_dtype(array.dtype),
+            dims=array.shape,
+            data_location=self._tensor.EXTERNAL,
+        )
+        for key, value in (("location", self._data_name), ("offset", str(offset)), ("length", str(array.nbytes))):
+            entry = tensor.external_data.add()
+            entry.key, entry.value = key, value
+        self.inits.append(tensor)
         return name
 
+    def tensor(self, key: str) -> np.ndarray:
+        return self._weights.get_tensor(self._prefix + key).astype(np.float32, copy=False)
+
     def weight(self, key: str, transpose: bool = False) -> str:
-        array = self._weights[self._prefix + key].astype(np.float32)
+        array = self.tensor(key)
         return self.const(key + (".T" if transpose else ""), array.T if transpose else array)
 
     def node(self, op: str, inputs: list[str], **attrs) -> str:
@@ -108,9 +137,7 @@ class _BertGraph:
                 const("axis0", np.array([0], dtype=np.int64)),
             ],
         )
-        token_type = const(
-            "token_type0", self._weights[self._prefix + "embeddings.token_type_embeddings.weight"][0].astype(np.float32)
-        )
+        token_type = const("token_type0", self.tensor("embeddings.token_type_embeddings.weight")[0])
         words = node("Gather", [weight("embeddings.word_embeddings.weight"), "input_ids"], axis=0)
         x = node("Add", [node("Add", [words, positions]), token_type])
         return self.layer_norm(x, "embeddings.LayerNorm")

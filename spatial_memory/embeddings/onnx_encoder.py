@@ -1,9 +1,12 @@
-"""The bundled MiniLM served by onnxruntime: no torch import, identical vectors.
+"""The bundled MiniLM served by onnxruntime: no torch import.
 
-The ONNX graph is built once from the packaged safetensors weights and cached in the
-data directory (see bert_onnx.py); later starts load it in ~0.1 s. The cached file is named
-after the model's content, not its install path, so every install (every virtualenv, uv tool
-or uvx environment) of the same model shares one file, and graphs it supersedes are removed.
+Two paths: fp32 (the same vectors as sentence-transformers) and int8 (dynamically quantised,
+about three times the speed; see docs/BENCHMARKS.md for what it costs in quality). Each path's
+graph is built once, optimised, from the packaged safetensors weights and cached in the data
+directory (graph_build.py); later starts load it as is, weights mapped from its data file. The
+cached files are named after the model's content, the path and the onnxruntime version, not
+the install path, so every install (every virtualenv, uv tool or uvx environment) of the same
+model shares them, and graphs they supersede are removed.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import hashlib
 import logging
 import os
 import re
+import shutil
 import time
 from pathlib import Path
 
@@ -21,7 +25,7 @@ import numpy as np
 
 from ..transport.cancellation import check_cancelled
 from ..transport.progress import report_progress
-from . import bert_onnx  # its GRAPH_VERSION read at each use: a test moves it
+from . import bert_onnx, graph_build  # bert_onnx's GRAPH_VERSION read at each use: a test moves it
 
 log = logging.getLogger(__name__)
 
@@ -41,15 +45,22 @@ def bundled_model_dir() -> Path:
 STALE_GRAPH_SECONDS = 24 * 3600
 
 
-def graph_path(model_dir: Path, cache_dir: Path) -> Path:
-    """Where the ONNX graph of this model is cached: `<dir name>-<content fingerprint>.onnx`."""
-    return cache_dir / f"{model_dir.name}-{content_fingerprint(model_dir)}.onnx"
+def graph_path(model_dir: Path, cache_dir: Path, precision: str = "fp32") -> Path:
+    """Where the ONNX graph of this model is cached: `<dir name>[-int8]-<content fingerprint>.onnx`,
+    its weights beside it in the same name + `.data`."""
+    stem = model_dir.name if precision == "fp32" else f"{model_dir.name}-{precision}"
+    return cache_dir / f"{stem}-{content_fingerprint(model_dir, precision)}.onnx"
 
 
-def content_fingerprint(model_dir: Path) -> str:
-    """What the graph is built from: the weights' and config's bytes and the builder's version,
-    never where the model is installed or when."""
-    digest = hashlib.sha256(f"bert-mean-pooling-v{bert_onnx.GRAPH_VERSION}".encode())
+def content_fingerprint(model_dir: Path, precision: str = "fp32") -> str:
+    """What the graph is built from: the weights' and config's bytes, the builder's version, the
+    path, and the onnxruntime that optimised it (its fused operators are its own); never where
+    the model is installed or when."""
+    # onnxruntime loads with the model, in the warm-up thread, never before tools/list.
+    import onnxruntime
+
+    graph = f"bert-mean-pooling-v{bert_onnx.GRAPH_VERSION}-{precision}-ort{onnxruntime.__version__}"
+    digest = hashlib.sha256(graph.encode())
     digest.update(file_sha256(model_dir / "model.safetensors").encode())
     digest.update(hashlib.sha256((model_dir / "config.json").read_bytes()).hexdigest().encode())
     return digest.hexdigest()[:16]
@@ -102,12 +113,18 @@ def _recorded_sha256(path: Path) -> str | None:
 
 
 def remove_stale_graphs(current: Path, *, max_age_seconds: float = STALE_GRAPH_SECONDS) -> list[Path]:
-    """Best effort: remove the cached graphs of the same model (same name before the
-    fingerprint) other than `current`, and leftovers of interrupted builds, that nothing has
-    loaded for `max_age_seconds`. A server that loaded one keeps it in memory; one about to
-    load a removed graph builds it again."""
+    """Best effort: remove the cached graphs (and their data files) of the same model and path
+    (same name before the fingerprint) other than `current`, and leftovers of interrupted
+    builds, that nothing has loaded for `max_age_seconds`. A server that loaded one keeps it in
+    memory (a removed data file stays mapped); one about to load a removed graph builds it again."""
     stem = current.name[: -len(".onnx")].rsplit("-", 1)[0]
-    pattern = re.compile(re.escape(stem) + r"-[0-9a-f]{16}\.onnx(\.\d+\.\d+\.tmp)?")
+    pattern = re.compile(
+        re.escape(stem)
+        + r"-[0-9a-f]{16}\.onnx(\.data|\.\d+\.\d+\.tmp)?|"
+        + re.escape(graph_build.BUILD_DIR_PREFIX)
+        + r"\d+-\d+"
+    )
+    keep = {current.name, graph_build.data_file(current).name}
     removed = []
     now = time.time()
     try:
@@ -115,11 +132,14 @@ def remove_stale_graphs(current: Path, *, max_age_seconds: float = STALE_GRAPH_S
     except OSError:
         return removed
     for entry in entries:
-        if entry.name == current.name or not pattern.fullmatch(entry.name):
+        if entry.name in keep or not pattern.fullmatch(entry.name):
             continue
         try:
             if now - entry.stat().st_mtime > max_age_seconds:
-                entry.unlink()
+                if entry.is_dir():
+                    shutil.rmtree(entry)
+                else:
+                    entry.unlink()
                 removed.append(entry)
         except OSError:  # gone already, in use (Windows), read-only store: leave it
             continue
@@ -161,14 +181,22 @@ BATCH_TOKENS = 1024
 
 class OnnxSentenceEncoder:
     def __init__(
-        self, model_dir: Path, cache_dir: Path, *, threads: int = 0, batch_size: int = DEFAULT_BATCH_ROWS
+        self,
+        model_dir: Path,
+        cache_dir: Path,
+        *,
+        precision: str = "fp32",
+        threads: int = 0,
+        batch_size: int = DEFAULT_BATCH_ROWS,
     ) -> None:
         # onnxruntime and tokenizers load with the model, in the warm-up thread, never before tools/list.
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        onnx_path = graph_path(model_dir, cache_dir)
+        onnx_path = graph_path(model_dir, cache_dir, precision)
         options = ort.SessionOptions()
+        # The cached graph is optimised already (graph_build.py): ALL adds only what depends on
+        # this CPU, and nothing is folded or copied at load.
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.intra_op_num_threads = threads or physical_cores()
         options.inter_op_num_threads = 1
@@ -177,8 +205,8 @@ class OnnxSentenceEncoder:
         options.log_severity_level = 3
         for attempt in (1, 2):
             if not onnx_path.exists():
-                log.info("building the ONNX graph of %s into %s (once)", model_dir, onnx_path)
-                bert_onnx.build_bert_mean_pooling_onnx(model_dir, onnx_path)
+                log.info("building the %s ONNX graph of %s into %s (once)", precision, model_dir, onnx_path)
+                graph_build.build_graph(model_dir, onnx_path, precision)
             try:
                 self._session = ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
                 break
@@ -186,10 +214,11 @@ class OnnxSentenceEncoder:
                 if attempt == 2 or onnx_path.exists():
                     raise
                 # Another server removed it between our check and the load: build it again.
-        try:
-            os.utime(onnx_path)  # in use: not stale
-        except OSError:
-            pass
+        for used in (onnx_path, onnx_path.with_name(onnx_path.name + ".data")):
+            try:
+                os.utime(used)  # in use: not stale
+            except OSError:
+                pass
         remove_stale_graphs(onnx_path)
         self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self._tokenizer.enable_truncation(MAX_SEQ_LENGTH)

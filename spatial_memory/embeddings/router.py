@@ -1,7 +1,8 @@
 """EmbeddingRouter: one object the services call, whatever the model behind it.
 
 - the bundled all-MiniLM-L6-v2: onnxruntime over a graph built from the packaged
-  weights (fast start, no torch), or sentence-transformers when asked;
+  weights (fast start, no torch), in fp32 or int8 arithmetic (two paths, two model ids: a
+  store records which one wrote its vectors), or sentence-transformers (fp32) when asked;
 - any other sentence-transformers model name or local path;
 - `openai:<model>` through the optional `openai` package.
 
@@ -26,12 +27,23 @@ log = logging.getLogger(__name__)
 
 BUNDLED_ALIASES = {BUNDLED_MODEL.lower(), f"sentence-transformers/{BUNDLED_MODEL}".lower()}
 BUNDLED_DIMENSION = 384
+# The bundled model's arithmetic paths, as recorded in a store: fp32 keeps the model's own id
+# (what every store written before int8 existed records), int8 adds a suffix.
+PATH_IDS = {"fp32": BUNDLED_MODEL, "int8": f"{BUNDLED_MODEL}#int8"}
+# The path a new store gets when the precision setting is auto (docs/BENCHMARKS.md: int8 embeds
+# ~3x faster; LoCoMo dev recall@10 through the server unchanged within 0.005).
+NEW_STORE_PATH = "int8"
 OPENAI_DIMENSIONS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, "text-embedding-ada-002": 1536}
 
 
 def canonical_model_id(name: str) -> str:
     """The id recorded in the store: aliases of the bundled model collapse to one name."""
     return BUNDLED_MODEL if name.strip().lower() in BUNDLED_ALIASES else name.strip()
+
+
+def bundled_path_of(model_id: str | None) -> str | None:
+    """The bundled model's path ("fp32" / "int8") a recorded model id names, else None."""
+    return next((path for path, known in PATH_IDS.items() if known == model_id), None)
 
 
 Encode = Callable[[list[str]], np.ndarray]
@@ -43,13 +55,21 @@ class EmbeddingRouter:
         model: str = BUNDLED_MODEL,
         *,
         backend: str = "auto",
+        precision: str = "auto",
         cache_dir: Path | None = None,
         batch_size: int = 32,
         threads: int = 0,
         openai_api_key: str | None = None,
     ) -> None:
-        self.model_id = canonical_model_id(model)
+        self._model = canonical_model_id(model)
         self.backend = backend
+        self.precision = precision  # as configured: auto, fp32 or int8
+        # The path this router embeds with (bundled model only): auto means the store's, and for
+        # a new store NEW_STORE_PATH on onnxruntime (sentence-transformers computes in fp32 only).
+        if precision != "auto":
+            self.path = precision
+        else:
+            self.path = NEW_STORE_PATH if self.is_bundled and backend in ("auto", "onnx") else "fp32"
         self._cache_dir = cache_dir or Path.home() / ".cache" / "spatial-memory-mcp"
         self._batch_size = batch_size
         self._threads = threads
@@ -61,7 +81,39 @@ class EmbeddingRouter:
 
     @property
     def is_bundled(self) -> bool:
-        return self.model_id == BUNDLED_MODEL
+        return self._model == BUNDLED_MODEL
+
+    @property
+    def model_id(self) -> str:
+        """What a store records as the writer of its vectors: the model, and its path if bundled."""
+        return PATH_IDS.get(self.path, self._model) if self.is_bundled else self._model
+
+    def use_store_model(self, recorded: str | None) -> None:
+        """Called before the store opens, with the model id it records (None: a new store). A store
+        written by the bundled model's other path is embedded the same way when the precision is
+        auto; a precision set to the other path is refused: one store never mixes the two. (A
+        store of another model is MemoryStore's to refuse.)"""
+        if not self.is_bundled:
+            return
+        if recorded is None:  # a new store: auto's path for new stores, whatever an earlier store used
+            path = NEW_STORE_PATH if self.precision == "auto" and self.backend in ("auto", "onnx") else self.path
+        else:
+            path = bundled_path_of(recorded)
+        if path is None or path == self.path:
+            return
+        if self.precision != "auto":
+            raise ConfigurationError(
+                f"this store's vectors were written by the bundled model's {path} path, and the server is set to "
+                f"{self.precision} (SPATIAL_MEMORY_EMBEDDING_PRECISION); one store never mixes the two. Set "
+                f"SPATIAL_MEMORY_EMBEDDING_PRECISION to auto or {path} to use this store, or move its memories to "
+                f"{self.precision}: export_memories, then import_memories with regenerate_embeddings=true into a "
+                "store at another SPATIAL_MEMORY_PATH."
+            )
+        with self._lock:
+            if path != self.path:
+                log.info("embedding on the %s path, the one this store's vectors were written with", path)
+                self.path = path
+                self._encode = None  # a model loaded on the other path is dropped
 
     @property
     def loaded(self) -> bool:
@@ -101,14 +153,26 @@ class EmbeddingRouter:
     def _load_backend(self) -> tuple[Encode, int]:
         if self.model_id.startswith("openai:"):
             return self._load_openai(self.model_id.split(":", 1)[1])
+        if self.precision not in ("auto", "fp32", "int8"):
+            raise ConfigurationError(f"unknown embedding precision '{self.precision}': use auto, fp32 or int8")
         if self.is_bundled and self.backend in ("auto", "onnx"):
             encoder = OnnxSentenceEncoder(
-                bundled_model_dir(), self._cache_dir, threads=self._threads, batch_size=self._batch_size
+                bundled_model_dir(),
+                self._cache_dir,
+                precision=self.path,
+                threads=self._threads,
+                batch_size=self._batch_size,
             )
             self.backend_name = "onnxruntime"
             return encoder.encode, encoder.dimension
         if self.backend == "onnx":
             raise ConfigurationError("the onnx backend serves only the bundled all-MiniLM-L6-v2 model")
+        if self.path == "int8":
+            raise ConfigurationError(
+                "the int8 path (SPATIAL_MEMORY_EMBEDDING_PRECISION, or a store written by it) runs only the bundled "
+                f"{BUNDLED_MODEL} on onnxruntime: set SPATIAL_MEMORY_EMBEDDING_BACKEND to auto, or the precision "
+                "to fp32"
+            )
         return self._load_sentence_transformers()
 
     def _load_sentence_transformers(self) -> tuple[Encode, int]:

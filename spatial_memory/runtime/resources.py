@@ -59,6 +59,7 @@ class Resources:
             embedder = EmbeddingRouter(
                 settings.embedding_model,
                 backend=settings.embedding_backend,
+                precision=settings.embedding_precision,
                 cache_dir=settings.model_cache_dir,
                 batch_size=settings.embedding_batch_size,
                 threads=settings.embedding_threads,
@@ -92,6 +93,7 @@ class Resources:
                     from ..storage.indexing import IndexPolicy
                     from ..storage.store import MemoryStore
 
+                    self._embed_like_the_store()
                     store = MemoryStore(
                         self.settings.db_path,
                         self.embedder.model_id,
@@ -117,6 +119,17 @@ class Resources:
                         # search until upkeep found a pause between calls: compact now instead.
                         self.upkeep.poke()
         return self._store
+
+    def _embed_like_the_store(self) -> None:
+        """The bundled model embeds with the path (fp32 / int8) an existing store's vectors were
+        written with, or refuses, typed, when the settings ask for the other one. Embedders
+        without paths (a test's, another model) have no use_store_model."""
+        use_store_model = getattr(self.embedder, "use_store_model", None)
+        if use_store_model is None or not getattr(self.embedder, "is_bundled", False):
+            return
+        from ..storage.model_record import recorded_model_id  # LanceDB, as the store it precedes
+
+        use_store_model(recorded_model_id(self.settings.db_path))
 
     @property
     def store_is_open(self) -> bool:

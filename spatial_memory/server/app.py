@@ -28,6 +28,7 @@ from .completions import register_completions
 from .mcp_server import SpatialMemoryMCPServer
 from .prompts import register_prompts
 from .resources import register_resources
+from .skills import SkillsExtension, register_skill_files
 from .subscriptions import ListenBus, register_subscriptions
 
 log = logging.getLogger(__name__)
@@ -124,8 +125,10 @@ def create_server(
         token_verifier=token_verifier,
         cache_hints=CACHE_HINTS,
         subscriptions=bus,
+        extensions=[SkillsExtension()],
     )
     register_resources(server)
+    register_skill_files(server)
     register_subscriptions(server, bus)
     # A team server's principals hear only of their own requests' records.
     client_log = register_client_logging(server, broadcast=not settings.authorization_configured)

@@ -48,11 +48,16 @@ def build_app(settings: Settings, **server_options):
     """The Starlette app serving MCP at /mcp (plus the OAuth metadata routes when configured)."""
     verifier, auth = authorization(settings)
     server = create_server(settings, auth=auth, token_verifier=verifier, **server_options)
-    return server.streamable_http_app(
+    app = server.streamable_http_app(
         stateless_http=not settings.http_sessions,
         host=settings.host,
         max_request_body_size=int(settings.http_max_request_mb * 1024 * 1024),
     )
+    if verifier is not None:  # the atlas at /ui, behind the same authorization (without it: `spatial-memory ui`)
+        from ..atlas.server import team_routes  # only a server with authorization serves the atlas
+
+        app.router.routes.extend(team_routes(server, settings))
+    return app
 
 
 def serve_http(settings: Settings, **server_options) -> None:

@@ -75,6 +75,7 @@ class SpatialMemoryMCPServer(MCPServer):
 
     def __init__(self, *args: Any, tools: list[Tool], **kwargs: Any) -> None:
         super().__init__(*args, tools=tools, **kwargs)
+        _announce_resource_list_changes(self._lowlevel_server)
         self._schemas = {tool.name: tool.parameters for tool in tools}
         self._read_only = read_only_names(tools)
 
@@ -136,6 +137,21 @@ class SpatialMemoryMCPServer(MCPServer):
                     tg.start_soon(_end_on_signal, session)
                     await lowlevel.run(receive, write_stream, lowlevel.create_initialization_options())
                     tg.cancel_scope.cancel()
+
+
+def _announce_resource_list_changes(lowlevel: Any) -> None:
+    """Capabilities with `resources.listChanged`: the server sends notifications/resources/list_changed
+    when the skills it serves change (server/skills.py). The SDK's transports build the capabilities
+    with no notification options, so the default is given here once."""
+    from mcp.server.lowlevel.server import NotificationOptions  # the SDK's own: loaded with MCPServer already
+
+    build = lowlevel.create_initialization_options
+
+    def create_initialization_options(notification_options: Any = None, *args: Any, **kwargs: Any) -> Any:
+        options = notification_options or NotificationOptions(resources_changed=True)
+        return build(options, *args, **kwargs)
+
+    lowlevel.create_initialization_options = create_initialization_options
 
 
 async def _end_on_signal(scope: anyio.CancelScope) -> None:

@@ -16,6 +16,7 @@ import anyio
 import pydantic
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 
+from ..atlas import ATLAS_URI, MCP_APP_MIME
 from ..auth.principal import current_scope
 from ..errors import (
     MemoryNotFoundError,
@@ -129,6 +130,18 @@ def register_resources(server: SpatialMemoryMCPServer) -> None:
     )
     async def recent(namespace: str) -> str:
         return await _read(server, _recent(namespace), namespace=namespace)
+
+    @server.resource(
+        ATLAS_URI,
+        name="atlas",
+        title="Memory atlas",
+        description="The memory's map and browser (an MCP App: visualize and recall open it).",
+        mime_type=MCP_APP_MIME,
+    )
+    async def atlas() -> str:
+        from ..atlas.page import document  # here: its files are read when a host first asks, not at start
+
+        return document("app")
 
     @server.resource(f"{MEMORY_PREFIX}{{memory_id}}", name="memory", description="One memory by id.", mime_type=JSON)
     async def memory(memory_id: str) -> str:

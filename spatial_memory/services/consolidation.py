@@ -25,13 +25,14 @@ from ..storage.filters import build_filter
 from ..storage.records import MemoryRecord, Provenance, as_utc
 from ..transport.progress import report_progress
 from .base import Service
+from .distillation import distill
 from .lifecycle import DECAY_STATE_KEY
 from .results import (
     ConsolidateResult,
     ConsolidationGroup,
 )
 
-STRATEGIES = ("keep_newest", "keep_oldest", "keep_highest_importance", "merge_content")
+STRATEGIES = ("keep_newest", "keep_oldest", "keep_highest_importance", "merge_content", "distill")
 CONSOLIDATED_FROM_KEY = "consolidated_from"
 
 
@@ -77,6 +78,10 @@ class ConsolidationService(Service):
         check.one_of("strategy", strategy, STRATEGIES)
         if isinstance(max_groups, bool) or not isinstance(max_groups, int) or not 1 <= max_groups <= 100:
             raise ValidationError("max_groups must be an integer from 1 to 100")
+        if strategy == "distill":
+            return distill(
+                self._r, namespace, similarity_threshold, dry_run=dry_run, max_groups=max_groups, provenance=provenance
+            )
         now = as_utc(now or self._r.clock())
         store = self._r.store()
         self.require_namespace(store, namespace)
@@ -142,7 +147,7 @@ class ConsolidationService(Service):
         split where two members use opposite words (see spatial_memory.text.details)."""
         # Not at the top: text/details.py reads text/extraction.py, whose rule table takes ~40 ms to
         # compile: paid by the first consolidate, not by every server's start.
-        from ..text.details import detail_signature, opposed, polarity
+        from ..text.details import detail_signature, split_opposed
 
         classes: dict[tuple, list[int]] = defaultdict(list)
         for i, record in enumerate(records):
@@ -152,15 +157,8 @@ class ConsolidationService(Service):
             if len(members) < 2:
                 continue
             for group in near_duplicate_groups(vectors[members], threshold):
-                polar = {members[k]: polarity(records[members[k]].content) for k in group}
-                parts: list[list[int]] = []
-                for index in sorted(polar):
-                    home = next((p for p in parts if not any(opposed(polar[index], polar[j]) for j in p)), None)
-                    if home is None:
-                        parts.append([index])
-                    else:
-                        home.append(index)
-                groups.extend(p for p in parts if len(p) >= 2)
+                parts = split_opposed([records[members[k]].content for k in group], 2)
+                groups.extend([members[group[i]] for i in part] for part in parts)
         groups.sort(key=lambda g: (-len(g), g[0]))
         return groups
 

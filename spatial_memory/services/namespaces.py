@@ -22,6 +22,7 @@ from .results import (
     StatsResult,
     timestamp,
 )
+from .tiers import TIER_COLUMNS, tier_counts
 
 if TYPE_CHECKING:  # named in annotations only
     from ..storage.protocol import Store
@@ -61,7 +62,7 @@ class NamespaceService(Service):
 
         store = self._r.store()
         flt = build_filter(namespace=namespace)
-        table = store.scan_arrow(["content", "created_at"], flt)
+        table = store.scan_arrow(list(dict.fromkeys(["content", "created_at", *TIER_COLUMNS])), flt)
         total = table.num_rows
         by_namespace = {n.name: n.memory_count for n in store.namespaces()}
         if namespace is not None:
@@ -90,6 +91,7 @@ class NamespaceService(Service):
             embedding_model=store.model_id,
             embedding_dimensions=store.dim,
             storage_path=str(self._settings.path),
+            memories_by_tier=tier_counts(table, self._r.clock()),
             **_condition(store),
         )
 

@@ -22,8 +22,16 @@ def cluster_color(cluster: int) -> str:
 
 
 def truncate(text: str, limit: int) -> str:
+    """The text on one line, cut to `limit` characters at a word boundary (an ellipsis marks the
+    cut); a single word longer than half the limit is cut inside it rather than dropped."""
     flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: limit - 1]
+    space = cut.rfind(" ") if flat[limit - 1] != " " else len(cut)
+    if space >= limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:-") + "…"
 
 
 def _xml_text(text: str) -> str:
@@ -73,9 +81,15 @@ def mermaid(
 
 
 def _place_labels(
-    nodes: Sequence[VisualNode], position: dict[str, tuple[float, float]], limit: int, *, right_edge: float
-) -> list[tuple[float, float, str, str]]:
-    """Greedy label placement: most important first, skipping any label that would overlap another."""
+    nodes: Sequence[VisualNode],
+    position: dict[str, tuple[float, float]],
+    limit: int,
+    *,
+    right_edge: float,
+    contents: dict[str, str] | None = None,
+) -> list[tuple[float, float, str, str, str]]:
+    """Greedy label placement: most important first, skipping any label that would overlap another.
+    Each label comes with the full text its hover shows."""
     placed: list[tuple[float, float, float, float]] = []
     labels = []
     for node in sorted(nodes, key=lambda n: (not n.highlighted, -n.importance)):
@@ -90,7 +104,7 @@ def _place_labels(
         if any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in placed):
             continue
         placed.append(box)
-        labels.append((tx, y + 4, anchor, text))
+        labels.append((tx, y + 4, anchor, text, (contents or {}).get(node.id, node.label)))
     return labels
 
 
@@ -142,15 +156,23 @@ def svg(
         x, y = position[node.id]
         radius = 3.0 + 7.0 * max(0.0, min(1.0, node.importance))
         tooltip = (contents or {}).get(node.id, node.label)
+        tier = getattr(node, "tier", None)
+        if tier:  # the memory's tier (services/tiers.py), shown and kept for styling
+            tooltip = f"[{tier}] {tooltip}"
         ring = ' stroke="#d62728" stroke-width="3"' if node.highlighted else ""
+        data = f" data-id={quoteattr(node.id)}" + (f" data-tier={quoteattr(tier)}" if tier else "")
         parts.append(
             f'<circle class="node" cx="{x:.1f}" cy="{y:.1f}" r="{radius:.1f}" fill="{cluster_color(node.cluster)}" '
-            f'fill-opacity="0.85"{ring} data-id={quoteattr(node.id)}><title>{_xml_text(tooltip)}</title></circle>'
+            f'fill-opacity="0.85"{ring}{data}><title>{_xml_text(tooltip)}</title></circle>'
         )
     parts.append("</g>")
     parts.append('<g class="labels">')
-    for x, y, anchor, text in _place_labels(nodes, position, max_labels, right_edge=pad + plot_w + pad / 2):
-        parts.append(f'<text class="label" x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}">{_xml_text(text)}</text>')
+    placed = _place_labels(nodes, position, max_labels, right_edge=pad + plot_w + pad / 2, contents=contents)
+    for x, y, anchor, text, full in placed:
+        parts.append(
+            f'<text class="label" x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}">{_xml_text(text)}'
+            f"<title>{_xml_text(full)}</title></text>"
+        )
     parts.append("</g>")
     legend_x = width - legend_width + 10
     parts.append('<g class="legend">')
@@ -163,7 +185,8 @@ def svg(
         y = pad + 22 + i * 20
         parts.append(f'<circle cx="{legend_x + 6}" cy="{y - 4}" r="6" fill="{color}"/>')
         parts.append(
-            f'<text class="legend" x="{legend_x + 18}" y="{y}">{_xml_text(truncate(label, 22))} ({size})</text>'
+            f'<text class="legend" x="{legend_x + 18}" y="{y}">{_xml_text(truncate(label, 22))} ({size})'
+            f"<title>{_xml_text(label)}</title></text>"
         )
     y = pad + 22 + min(len(entries), 24) * 20 + 16
     parts.append(f'<text class="legend" x="{legend_x}" y="{y}" fill="#5f6b76">size = importance</text>')

@@ -11,10 +11,12 @@ from .. import validation as check
 from ..errors import MemoryNotFoundError, ValidationError
 from ..storage.history import RetiredState
 from ..storage.records import MemoryRecord, Provenance, is_uuid
+from ..text.wordiff import word_diff
 from .base import Service
 from .connections import relation_item
 from .expiry import expiry_for, memory_type_of
 from .results import (
+    DiffPart,
     FullMemory,
     GetMemoriesResult,
     MemoryDetail,
@@ -28,6 +30,8 @@ from .results import (
 
 # The fields update_memory may change, in the order results list them.
 CHANGEABLE = ("content", "tags", "importance", "metadata", "pinned", "memory_type", "expires_at")
+# The fields of a version memory_history's diff compares (MemoryVersion's names).
+COMPARED = ("content", "tags", "importance", "metadata", "pinned", "memory_type", "expires_at")
 _UNSET: Any = object()
 
 
@@ -85,9 +89,30 @@ class RevisionService(Service):
         memory_type: str | None = None,
         expires_at: datetime | None = _UNSET,
         provenance: Provenance | None = None,
+        revert_to: int | None = None,
     ) -> UpdateMemoryResult:
         """Change a memory in place; its previous version goes to its history (one commit to the
-        memories table, under the store lock, so two writers never lose each other's version)."""
+        memories table, under the store lock, so two writers never lose each other's version).
+        `revert_to`: that version's content and fields become a new current version."""
+        if revert_to is not None:
+            given = [
+                f
+                for f, v in (
+                    ("content", content),
+                    ("tags", tags),
+                    ("importance", importance),
+                    ("metadata", metadata),
+                    ("pinned", pinned),
+                    ("memory_type", memory_type),
+                )
+                if v is not None
+            ]
+            if given or expires_at is not _UNSET:
+                raise ValidationError(
+                    f"revert_to replaces every field: leave out {', '.join(given) or 'expires_at'}, "
+                    "or change them in a second call"
+                )
+            return self._revert(memory_id, revert_to, provenance)
         s = self._settings
         changes: dict[str, Any] = {}
         if content is not None:
@@ -135,8 +160,37 @@ class RevisionService(Service):
         self._r.upkeep.poke()
         return UpdateMemoryResult(memory=MemoryDetail.of(record), changed=changed, re_embedded="content" in changed)
 
-    def memory_history(self, memory_id: str, *, limit: int = 20) -> MemoryHistoryResult:
-        """A memory's versions, newest first: the current one (if any), then the retired ones."""
+    def _revert(self, memory_id: str, version: int, provenance: Provenance | None) -> UpdateMemoryResult:
+        store = self._r.store()
+        if store.get(memory_id) is None:
+            raise MemoryNotFoundError(
+                f"Memory not found: {memory_id[:64]}. Only a current memory can be reverted; "
+                "use recall or get_memories to find current ids."
+            )
+        old = next((state.record for state in store.retired([memory_id]) if state.record.version == version), None)
+        if old is None:
+            current = store.get(memory_id)
+            if current is not None and current.version == version:
+                return UpdateMemoryResult(memory=MemoryDetail.of(current), changed=[], re_embedded=False)
+            raise ValidationError(
+                f"memory {memory_id[:64]} has no version {version}: memory_history lists the versions kept"
+            )
+        origin = (provenance or Provenance(via="update")).but(via="revert")
+        return self.update_memory(
+            memory_id,
+            content=old.content,
+            tags=list(old.tags),
+            importance=float(old.importance),
+            metadata=dict(old.metadata),
+            pinned=bool(old.pinned),
+            memory_type=old.memory_type,
+            expires_at=old.expires_at,
+            provenance=origin,
+        )
+
+    def memory_history(self, memory_id: str, *, limit: int = 20, diff: bool = False) -> MemoryHistoryResult:
+        """A memory's versions, newest first: the current one (if any), then the retired ones;
+        `diff`: each with what changed against the version before it."""
         store = self._r.store()
         current = store.get(memory_id)
         retired = store.retired([memory_id])
@@ -145,7 +199,18 @@ class RevisionService(Service):
         versions = ([_version(current, None)] if current is not None else []) + [
             _version(state.record, state) for state in retired
         ]
+        if diff:
+            versions = [_with_changes(v, older) for v, older in zip(versions, [*versions[1:], None])]
         return MemoryHistoryResult(memory_id=memory_id, versions=versions[:limit], total=len(versions))
+
+
+def _with_changes(version: MemoryVersion, older: MemoryVersion | None) -> MemoryVersion:
+    """The version with its changes against the one before it (none before the oldest kept)."""
+    if older is None:
+        return version
+    changed = [f for f in COMPARED if getattr(version, f) != getattr(older, f)]
+    parts = [DiffPart(op=op, text=text) for op, text in word_diff(older.content, version.content)]
+    return version.model_copy(update={"changed": changed, "diff": parts})
 
 
 def _version(record: MemoryRecord, state: RetiredState | None) -> MemoryVersion:

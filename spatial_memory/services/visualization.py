@@ -15,6 +15,7 @@ from ..transport.progress import report_progress
 from . import render
 from .cache import VersionedCache
 from .results import VisualCluster, VisualEdge, VisualizeResult, VisualNode
+from .tiers import record_tiers
 
 EDGE_NEIGHBORS = 3
 MIN_EDGE_SIMILARITY = 0.3
@@ -138,6 +139,7 @@ class VisualizationService:
             raise VisualizationError(f"projection failed: {exc}") from exc
         report_progress(3, DRAW_STEPS, "clustered", source="steps")
 
+        tiers = record_tiers(records, self._r.clock())
         nodes = [
             VisualNode(
                 id=r.id,
@@ -148,6 +150,7 @@ class VisualizationService:
                 cluster=int(labels[i]),
                 importance=round(float(r.importance), 4),
                 highlighted=r.id in highlights,
+                tier=tiers[i],
             )
             for i, r in enumerate(records)
         ]

@@ -19,42 +19,45 @@ log = logging.getLogger(__name__)
 
 class OneBlasThread:
     """`with one_thread():` runs BLAS on one thread in the block, process-wide (OpenBLAS has one
-    setting); the threads come back when the last block of this instance ends. Without threadpoolctl
+    setting); the threads come back when the last block of any instance ends. Without threadpoolctl
     or a BLAS it knows, a no-op."""
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._inside = 0
-        self._saved: list[int] = []
-        self._libs: list[Any] | None = None
+    # Shared by every instance: the setting is process-wide, so the count of blocks inside and the
+    # threads to restore must be too (two instances interleaving would otherwise restore 1).
+    _lock = threading.Lock()
+    _inside = 0
+    _saved: list[int] = []
+    _libs: list[Any] | None = None
 
-    def _controllers(self) -> list[Any]:  # under self._lock
-        if self._libs is None:
+    def _controllers(self) -> list[Any]:  # under the lock
+        cls = type(self)
+        if cls._libs is None:
             try:
                 # Imported here, by the first exact search: threadpoolctl loads every BLAS library
                 # it finds, which keeps start-up fast only when it waits until then.
                 from threadpoolctl import ThreadpoolController
 
-                self._libs = list(ThreadpoolController().select(user_api="blas").lib_controllers)
+                cls._libs = list(ThreadpoolController().select(user_api="blas").lib_controllers)
             except Exception:  # noqa: BLE001 - only a speed-up
                 log.debug("threadpoolctl unavailable: BLAS keeps its threads", exc_info=True)
-                self._libs = []
-        return self._libs
+                cls._libs = []
+        return cls._libs
 
     @contextmanager
     def __call__(self) -> Iterator[None]:
-        with self._lock:
+        cls = type(self)
+        with cls._lock:
             libs = self._controllers()
-            if libs and self._inside == 0:
-                self._saved = [lib.get_num_threads() for lib in libs]
+            if libs and cls._inside == 0:
+                cls._saved = [lib.get_num_threads() for lib in libs]
                 for lib in libs:
                     lib.set_num_threads(1)
-            self._inside += 1
+            cls._inside += 1
         try:
             yield
         finally:
-            with self._lock:
-                self._inside -= 1
-                if libs and self._inside == 0:
-                    for lib, threads in zip(libs, self._saved, strict=True):
+            with cls._lock:
+                cls._inside -= 1
+                if libs and cls._inside == 0:
+                    for lib, threads in zip(libs, cls._saved, strict=True):
                         lib.set_num_threads(threads)

@@ -10,8 +10,9 @@ from typing import Any, NamedTuple
 SOURCES = ("manual", "extracted", "consolidated", "imported")
 # What a memory is, and so when it expires by default (Settings: conversation_ttl_days,
 # context_ttl_hours): facts never, conversation turns after a month, working context at the
-# end of the day. An explicit expires_at wins; pinned memories never expire.
-MEMORY_TYPES = ("fact", "conversation", "context")
+# end of the day. An explicit expires_at wins; pinned memories never expire. A procedure (how a
+# task is done, services/procedures.py) never expires; only its own tools write one.
+MEMORY_TYPES = ("fact", "conversation", "context", "procedure")
 DEFAULT_MEMORY_TYPE = "fact"
 # The paths that write a memory, as its provenance records them.
 WRITERS = (
@@ -21,8 +22,14 @@ WRITERS = (
     "import",
     "consolidate",
     "update",
+    "revert",
     "supersede",
     "hook",
+    "build_skill",
+    "execute_skill",
+    "deprecate_skill",
+    "distill",
+    "backfill",
 )
 
 

@@ -27,6 +27,7 @@ __all__ = [
     "polarity",
     "specifics",
     "opposed",
+    "split_opposed",
     "sentence_pieces",
     "piece_key",
     "merge_texts",
@@ -181,6 +182,20 @@ def specifics(text: str) -> tuple[tuple[frozenset[str], bool], tuple[int, ...]]:
 def opposed(p: tuple[int, ...], q: tuple[int, ...]) -> bool:
     """True when two statements use opposite words of some pair ("enabled" vs "disabled")."""
     return any(x * y < 0 for x, y in zip(p, q, strict=True))
+
+
+def split_opposed(texts: Sequence[str], smallest: int) -> list[list[int]]:
+    """Indexes of `texts` in groups where no two use opposite words (enabled / disabled), each text
+    in the first group it agrees with; groups of at least `smallest`, each in index order."""
+    polar = [polarity(text) for text in texts]
+    parts: list[list[int]] = []
+    for index in range(len(texts)):
+        home = next((p for p in parts if not any(opposed(polar[index], polar[j]) for j in p)), None)
+        if home is None:
+            parts.append([index])
+        else:
+            home.append(index)
+    return [p for p in parts if len(p) >= smallest]
 
 
 def sentence_pieces(text: str) -> list[str]:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 import pydantic
 from mcp.server.mcpserver import Context
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, EmbeddedResource, TextContent, TextResourceContents, ToolAnnotations
 
 from ..auth.principal import current_scope
 from ..errors import InternalError, ResultTooLargeError, SpatialMemoryError, ValidationError
@@ -94,6 +94,16 @@ def _json(data: dict[str, Any]) -> str:
 def success(result: pydantic.BaseModel) -> CallToolResult:
     data = result.model_dump(mode="json")
     return CallToolResult(content=[TextContent(type="text", text=_json(data))], structured_content=data)
+
+
+def with_picture(out: CallToolResult, uri: str = "memory://map.svg") -> CallToolResult:
+    """A successful SVG map also as an `image/svg+xml` resource: clients that render embedded
+    resources show the picture instead of markup escaped inside JSON."""
+    svg = (out.structured_content or {}).get("output") if not out.is_error else None
+    if isinstance(svg, str):
+        picture = TextResourceContents(uri=uri, mime_type="image/svg+xml", text=svg)
+        out.content.append(EmbeddedResource(type="resource", resource=picture))
+    return out
 
 
 def failure(error: SpatialMemoryError) -> CallToolResult:

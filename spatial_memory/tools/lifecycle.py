@@ -87,14 +87,15 @@ async def consolidate(
     namespace: Namespace,
     ctx: Context,
     similarity_threshold: DedupThreshold = 0.85,
-    strategy: Literal["keep_newest", "keep_oldest", "keep_highest_importance", "merge_content"] = (
+    strategy: Literal["keep_newest", "keep_oldest", "keep_highest_importance", "merge_content", "distill"] = (
         "keep_highest_importance"
     ),
     dry_run: bool = True,
     max_groups: Annotated[int, Field(ge=1, le=MAX_GROUPS)] = 50,
 ) -> Annotated[CallToolResult, ConsolidateResult]:
     """Merge near-duplicates in a namespace (every pair >= similarity_threshold) into the one strategy
-    keeps; differing numbers or negations never merge."""
+    keeps; differing numbers or negations never merge. distill: 3+ similar episodes gain one semantic
+    memory; they stay."""
     origin = provenance(ctx, "consolidate")
     return await call(
         ctx,

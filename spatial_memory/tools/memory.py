@@ -108,8 +108,10 @@ async def update_memory(
     pinned: bool | None = None,
     memory_type: MemoryType = None,
     expires_at: datetime | None = None,
+    revert_to: Annotated[int, Field(ge=1)] | None = None,
 ) -> Annotated[CallToolResult, UpdateMemoryResult]:
-    """Change a memory; omitted fields stay, the old version is kept (memory_history)."""
+    """Change a memory; omitted fields stay, the old version is kept (memory_history). revert_to: make
+    that version current again (alone)."""
     origin = provenance(ctx, "update")
     changes = {"expires_at": expires_at} if expires_at is not None else {}
     return await call(
@@ -123,6 +125,7 @@ async def update_memory(
             pinned=pinned,
             memory_type=memory_type,
             provenance=origin,
+            revert_to=revert_to,
             **changes,
         ),
     )
@@ -133,9 +136,10 @@ async def memory_history(
     memory_id: MemoryId,
     ctx: Context,
     limit: Annotated[int, Field(ge=1, le=MAX_HISTORY)] = 20,
+    diff: bool = False,
 ) -> Annotated[CallToolResult, MemoryHistoryResult]:
-    """A memory's versions, newest first."""
-    return await call(ctx, lambda app: app.revisions.memory_history(memory_id, limit=limit))
+    """A memory's versions, newest first; diff: each with its changes (fields, content by words)."""
+    return await call(ctx, lambda app: app.revisions.memory_history(memory_id, limit=limit, diff=diff))
 
 
 @tool(DESTRUCTIVE)

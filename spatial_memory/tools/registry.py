@@ -25,13 +25,16 @@ from ..limits import SettingLimit
 
 F = TypeVar("F", bound=Callable[..., Any])
 _ANNOTATIONS_ATTRIBUTE = "__tool_annotations__"
+_META_ATTRIBUTE = "__tool_meta__"
 
 
-def tool(annotations: ToolAnnotations) -> Callable[[F], F]:
-    """Mark a function as a tool with these hints (read-only, destructive...); it stays a plain function."""
+def tool(annotations: ToolAnnotations, meta: dict[str, Any] | None = None) -> Callable[[F], F]:
+    """Mark a function as a tool with these hints (read-only, destructive...); it stays a plain function.
+    `meta`: the tool's `_meta` (the MCP App that shows its results: atlas/__init__.py)."""
 
     def mark(fn: F) -> F:
         setattr(fn, _ANNOTATIONS_ATTRIBUTE, annotations)
+        setattr(fn, _META_ATTRIBUTE, meta)
         return fn
 
     return mark
@@ -54,6 +57,7 @@ def build(fn: Callable[..., Any], settings: Any) -> Tool:
         name=fn.__name__,
         description=inspect.cleandoc(fn.__doc__ or ""),
         annotations=getattr(fn, _ANNOTATIONS_ATTRIBUTE),
+        meta=getattr(fn, _META_ATTRIBUTE, None),
     )
     # Unknown arguments are refused (the server checks them by name): say so in the schema.
     built.parameters = compact_input_schema({**built.parameters, "additionalProperties": False})

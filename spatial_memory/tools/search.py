@@ -8,6 +8,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
+from ..atlas import TOOL_META
 from ..limits import MAX_CONTEXT, MAX_EXPAND
 from ..services.recall_filters import RecallFilters
 from ..services.results import HybridRecallResult, NearbyResult, RecallResult
@@ -16,7 +17,7 @@ from .registry import tool
 from .types import Limit, MemoryId, NamespaceFilter, Query, Similarity
 
 
-@tool(READ_ONLY)
+@tool(READ_ONLY, meta=TOOL_META)
 async def recall(
     query: Query,
     ctx: Context,

@@ -8,9 +8,10 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
+from ..atlas import TOOL_META
 from ..limits import MAX_HIGHLIGHTS, MAX_MAP_MEMORIES, MAX_STEPS
 from ..services.results import JourneyResult, RegionsResult, VisualizeResult, WanderResult
-from .calls import READ_ONLY, call
+from .calls import READ_ONLY, call, with_picture
 from .registry import tool
 from .types import MemoryId, NamespaceFilter, Query, Similarity
 
@@ -84,7 +85,7 @@ async def regions(
     )
 
 
-@tool(READ_ONLY)
+@tool(READ_ONLY, meta=TOOL_META)
 async def visualize(
     ctx: Context,
     memory_ids: Annotated[list[MemoryId], Field(max_length=MAX_MAP_MEMORIES)] | None = None,
@@ -99,7 +100,7 @@ async def visualize(
     # The first map in a process loads its code (scipy too above 500 memories): say so while it runs.
     app: Any = ctx.request_context.lifespan_context
     note = None if app.visualization.projection_ready else "loading the UMAP layout code for a first map"
-    return await call(
+    out = await call(
         ctx,
         lambda app: app.visualization.visualize(
             memory_ids=memory_ids,
@@ -112,6 +113,7 @@ async def visualize(
         ),
         progress=note,
     )
+    return with_picture(out) if format == "svg" else out
 
 
 TOOLS = (journey, wander, regions, visualize)

@@ -22,6 +22,12 @@
 //   {"ping": true}
 //   {"subscribe": "<uri>"}  resources/subscribe (2025 era); {"listen": ["<uri>", ...]} subscriptions/listen (2026)
 //   {"updates": true, "waitMs"?: n}  the resource URIs updated so far (after waiting), then forgets them
+//   {"skills": "list"}                 (header "sdk": "2") the 2.x SkillsClient's list(): the valid
+//                                      entries, refused ones, ttlMs, cacheScope
+//   {"skills": "get", "uri": "..."}    SkillsClient.get(uri)
+//   {"skills": "read", "uri": "...", "entry"?: {...}}  SkillsClient.get(uri), then read(entry): size,
+//                                      digest and frontmatter verified (a given "entry" is read
+//                                      instead: a tampered one must fail); its bytes as byteLength
 //
 // Header "elicitation": "accept" | "decline" declares form elicitation and answers every question so
 // (accepting with {"confirm": true}); the questions asked are in the next call step's "elicited".
@@ -48,7 +54,9 @@ async function loadSdk(version) {
   if (version === "2") {
     const core = await import("@modelcontextprotocol/client");
     const stdio = await import("@modelcontextprotocol/client/stdio");
+    const skills = await import("@modelcontextprotocol/client/ext/skills");
     return {
+      SkillsClient: skills.SkillsClient,
       Client: core.Client,
       StdioClientTransport: stdio.StdioClientTransport,
       StreamableHTTPClientTransport: core.StreamableHTTPClientTransport,
@@ -74,6 +82,8 @@ async function loadSdk(version) {
 }
 
 const DEFAULT_TIMEOUT_MS = 300_000;
+// stdout is this driver's answer lines: the SDK's debug messages (SkillsClient's among them) go to stderr.
+console.debug = (...items) => console.error(...items);
 
 function emit(object) {
   process.stdout.write(JSON.stringify(object) + "\n");
@@ -148,6 +158,23 @@ async function allPages(fetchPage, key) {
   return { [key]: items, pages };
 }
 
+function bytesAsSize(file) {
+  // Uint8Array does not survive JSON: report its length and drop it.
+  const { bytes, ...rest } = file;
+  return { ...rest, byteLength: bytes.byteLength };
+}
+
+async function runSkillsStep(skills, resolved, options) {
+  if (skills === undefined) throw new Error('skills steps need the header "sdk": "2"');
+  if (resolved.skills === "list") return await skills.list({}, options);
+  if (resolved.skills === "get") return await skills.get(resolved.uri, options);
+  if (resolved.skills === "read") {
+    const entry = resolved.entry ?? (await skills.get(resolved.uri, options)).skill;
+    return bytesAsSize(await skills.read(entry, undefined, options));
+  }
+  throw new Error(`unknown skills step ${resolved.skills}`);
+}
+
 async function runStep(session, step, outputs, defaultTimeout) {
   const { client, sdk } = session;
   const resolved = substitute(step, outputs);
@@ -155,7 +182,9 @@ async function runStep(session, step, outputs, defaultTimeout) {
   const options = { timeout, maxTotalTimeout: timeout };
   const extra = {};
   let result;
-  if (resolved.call !== undefined) {
+  if (resolved.skills !== undefined) {
+    result = await runSkillsStep(session.skills, resolved, options);
+  } else if (resolved.call !== undefined) {
     const progress = [];
     if (resolved.progress) {
       options.onprogress = (notification) => progress.push(notification);
@@ -216,6 +245,7 @@ async function connect(header) {
   else if (header.mode) options.versionNegotiation = { mode: { pin: header.mode } };
   const client = new sdk.Client({ name: "spatial-memory-interop-test", version: "1.0.0" }, options);
   const session = { client, sdk, elicited: [], updated: [], subscriptions: [] };
+  if (sdk.SkillsClient) session.skills = new sdk.SkillsClient(client);
   if (header.elicitation) {
     sdk.onElicit(client, async (request) => {
       session.elicited.push(request.params.message);
@@ -233,6 +263,7 @@ async function connect(header) {
     capabilities: client.getServerCapabilities(),
     instructions: client.getInstructions() ?? null,
     protocolVersion: client.getNegotiatedProtocolVersion?.() ?? null,
+    skillsSupported: session.skills?.supported ?? null,
     tools,
   });
   return session;

@@ -30,6 +30,7 @@ from .memories import (
     ActivationStep,
     ContextMemory,
     DeleteNamespaceResult,
+    DiffPart,
     ExpandedMemory,
     ForgetResult,
     FullMemory,
@@ -58,6 +59,14 @@ from .memories import (
     content_preview,
     timestamp,
 )
+from .procedures import (
+    BuildSkillResult,
+    DeprecateSkillResult,
+    ExecuteSkillResult,
+    HowToResult,
+    ProcedureItem,
+    StepItem,
+)
 from .spatial import (
     Cluster,
     ClusterSample,
@@ -81,6 +90,12 @@ from .transfer import (
 )
 
 __all__ = [
+    "BuildSkillResult",
+    "DeprecateSkillResult",
+    "ExecuteSkillResult",
+    "HowToResult",
+    "ProcedureItem",
+    "StepItem",
     "ActivationStep",
     "Bridge",
     "BridgeEnd",
@@ -116,6 +131,7 @@ __all__ = [
     "MemoryHistoryResult",
     "MemoryItem",
     "MemoryRef",
+    "DiffPart",
     "MemoryVersion",
     "NamespaceItem",
     "NamespacesResult",

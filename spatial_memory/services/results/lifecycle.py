@@ -72,6 +72,7 @@ class ConsolidationGroup(BaseModel):
         "(dry run), or skipped (the merged memory would break a size limit; nothing changed)."
     )
     reason: str | None = Field(None, description="Why a group was skipped.")
+    statement: str | None = Field(None, description="distill: the semantic memory the episodes become.")
 
 
 class ConsolidateResult(BaseModel):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -66,7 +66,8 @@ class MemoryItem(BaseModel):
 
 class ProvenanceInfo(BaseModel):
     via: str = Field(
-        description="What wrote it: remember, remember_batch, extract, import, consolidate, update, supersede or hook."
+        description="What wrote it: remember, remember_batch, extract, import, consolidate, update, revert, "
+        "supersede or hook."
     )
     client: str | None = Field(None, description="The MCP client's name (from initialize).")
     client_version: str | None = None
@@ -146,6 +147,11 @@ class UpdateMemoryResult(BaseModel):
     re_embedded: bool = Field(description="True when the content changed and the memory was embedded again.")
 
 
+class DiffPart(BaseModel):
+    op: Literal["equal", "delete", "insert"]
+    text: str
+
+
 class MemoryVersion(BaseModel):
     version: int
     content: str
@@ -161,6 +167,10 @@ class MemoryVersion(BaseModel):
     retired_by: str | None = Field(None, description="update or supersede.")
     superseded_by: str | None = None
     provenance: ProvenanceInfo | None = None
+    changed: list[str] | None = Field(None, description="diff=true: the fields that differ from the version before.")
+    diff: list[DiffPart] | None = Field(
+        None, description="diff=true: the content against the version before, by words."
+    )
 
 
 class MemoryHistoryResult(BaseModel):
@@ -279,6 +289,9 @@ class StatsResult(BaseModel):
     embedding_model: str
     embedding_dimensions: int
     storage_path: str
+    memories_by_tier: dict[str, int] = Field(
+        default_factory=dict, description="working, episodic, semantic, procedural (how each is used)."
+    )
     read_only: bool = False
     read_only_reason: str | None = None
     damaged_versions: list[int] = Field(default_factory=list)

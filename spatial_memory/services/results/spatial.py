@@ -80,6 +80,7 @@ class VisualNode(BaseModel):
     cluster: int
     importance: float
     highlighted: bool = False
+    tier: str | None = Field(None, description="working, episodic, semantic or procedural.")
 
 
 class VisualEdge(BaseModel):

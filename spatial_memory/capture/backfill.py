@@ -1,0 +1,253 @@
+"""`spatial-memory backfill`: a cold start from the transcripts clients already keep on disk.
+
+Each transcript is replayed through the hooks' own selection (hook.selected): its prose as the
+Stop hook reads it, each tool use with its result as PostToolUse sees it, the session's end as
+SessionEnd. The records get the hooks' deterministic ids (records.record_id: client, session,
+speaker, kind, content), so running backfill twice, or over sessions the hooks already captured,
+stores nothing twice; secrets are redacted on the way in, as in a hook.
+
+Where the clients keep transcripts:
+  Claude Code  ~/.claude/projects/<project>/<session>.jsonl, <project> the working directory with
+               every character other than a letter or digit written `-`; entries carry `cwd`,
+               `timestamp`, and `message.content` blocks (text, tool_use; tool_result in the next
+               user entry, the tool's structured output in `toolUseResult`).
+  Cursor       ~/.cursor/projects/<project>/agent-transcripts/<session>/<session>.jsonl (older
+               builds: <session>.jsonl directly), <project> the workspace path without its leading
+               `/` and with `/` written `-`; Anthropic-style entries (`role`, `message.content`
+               blocks) without timestamps (the file's modification time stands in).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from . import payloads as p
+from .hook import records_of, selected
+from .namespace import project_namespace, sanitise
+from .session_state import _fresh
+from .transcript import Message, _message, _text_of
+
+BATCH = 500  # records stored per commit (one embedding call each)
+_NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
+
+
+@dataclass(frozen=True)
+class Transcript:
+    client: str
+    path: Path
+    session_id: str
+    project_dir: str  # the client's name for the project's directory
+
+
+def claude_code_dir(project: Path) -> str:
+    return _NOT_ALNUM.sub("-", str(project))
+
+
+def cursor_dir(project: Path) -> str:
+    return str(project).lstrip("/\\").replace("/", "-").replace("\\", "-")
+
+
+def transcripts(
+    client: str, home: Path, *, since: datetime | None = None, project: Path | None = None
+) -> list[Transcript]:
+    """The client's transcripts on disk, oldest first; only `project`'s, and only those written
+    since `since`, when given."""
+    if client == p.CLAUDE_CODE:
+        root = home / ".claude" / "projects"
+        found = [(f, f.parent.name) for f in root.glob("*/*.jsonl")]
+        wanted = None if project is None else claude_code_dir(project)
+    elif client == p.CURSOR:
+        root = home / ".cursor" / "projects"
+        found = [(f, f.relative_to(root).parts[0]) for f in root.glob("*/agent-transcripts/**/*.jsonl")]
+        wanted = None if project is None else cursor_dir(project)
+    else:
+        raise ValueError(f"unknown client {client!r}; one of {', '.join(p.CLIENTS)}")
+    cutoff = since.timestamp() if since is not None else None
+    chosen = [
+        Transcript(client, path, path.stem, directory)
+        for path, directory in found
+        if (wanted is None or directory == wanted)
+        and (cutoff is None or path.stat().st_mtime >= cutoff)
+        and "subagents" not in path.parts
+    ]
+    return sorted(chosen, key=lambda t: (t.path.stat().st_mtime, str(t.path)))
+
+
+def _entries(path: Path) -> Iterator[dict[str, Any]]:
+    with path.open("rb") as handle:
+        for line in handle:
+            try:
+                entry = json.loads(line)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                continue
+            if isinstance(entry, dict):
+                yield entry
+
+
+def _workdir(transcript: Transcript, entries: list[dict[str, Any]], project: Path | None) -> str:
+    """The session's working directory: as the transcript says, else --project, else the client's
+    directory name read back into a path when that path exists."""
+    for entry in entries:
+        if isinstance(entry.get("cwd"), str) and entry["cwd"]:
+            return entry["cwd"]
+    if project is not None:
+        return str(project)
+    guess = Path("/" + transcript.project_dir.replace("-", "/"))
+    return str(guess) if guess.is_dir() else ""
+
+
+def replay(
+    transcript: Transcript,
+    *,
+    project: Path | None = None,
+    since: datetime | None = None,
+    namespace: str | None = None,
+    routines: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """The spool records the hooks would have written for this transcript; `routines`: the command
+    routines of the transcripts replayed before it (updated)."""
+    entries = list(_entries(transcript.path))
+    cwd = _workdir(transcript, entries, project)
+    if namespace is None:
+        namespace = project_namespace(cwd) if cwd else sanitise(transcript.project_dir.split("-")[-1] or "project")
+    project_root = cwd or str(Path.home())
+    fallback = datetime.fromtimestamp(transcript.path.stat().st_mtime, timezone.utc).isoformat().replace("+00:00", "Z")
+    state = _fresh()
+    pending: dict[str, tuple[str, dict[str, Any]]] = {}
+    records: list[dict[str, Any]] = []
+    stamps: list[str] = []
+    cutoff = since.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S") if since is not None else None
+
+    def event(kind: str, name: str, **fields: Any) -> p.HookEvent:
+        return p.HookEvent(transcript.client, name, kind, transcript.session_id, cwd, **fields)
+
+    def keep(found: list, at: str, source: p.HookEvent) -> None:
+        for item in found:
+            item.occurred_at = item.occurred_at or at
+        if cutoff is None or at[:19] >= cutoff:
+            records.extend(records_of(found, source, namespace))
+
+    for entry in entries:
+        at = entry["timestamp"] if isinstance(entry.get("timestamp"), str) else fallback
+        if at is not fallback:
+            stamps.append(at)
+        message = _message(entry)
+        if message is not None:
+            message = Message(message.speaker, message.text, message.ref, message.timestamp or at)
+            source = event(p.OTHER, "Stop")
+            keep(selected(source, state, project_root, namespace, [message]), at, source)
+        body = entry.get("message") if isinstance(entry.get("message"), dict) else entry
+        blocks = body.get("content") if isinstance(body.get("content"), list) else []
+        for block in blocks:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "tool_use" and isinstance(block.get("id"), str):
+                tool_input = block.get("input") if isinstance(block.get("input"), dict) else {}
+                pending[block["id"]] = (str(block.get("name") or ""), tool_input)
+            elif block.get("type") == "tool_result" and block.get("tool_use_id") in pending:
+                name, tool_input = pending.pop(block["tool_use_id"])
+                source = event(
+                    p.TOOL_USE,
+                    "PostToolUse",
+                    tool_name=name,
+                    tool_input=tool_input,
+                    tool_response=_response(entry, block),
+                    tool_use_id=block["tool_use_id"],
+                )
+                keep(selected(source, state, project_root, namespace), at, source)
+    last = max(stamps) if stamps else fallback
+    end = event(p.SESSION_END, "SessionEnd")
+    found = selected(end, state, project_root, namespace, date=last[:10], routines={} if routines is None else routines)
+    keep(found, last, end)
+    return records
+
+
+def _response(entry: dict[str, Any], block: dict[str, Any]) -> Any:
+    """What PostToolUse would have been given: Claude Code's structured `toolUseResult`, else the
+    result block's text with its error flag as an exit status."""
+    structured = entry.get("toolUseResult")
+    if isinstance(structured, dict):
+        return structured
+    return {"output": _text_of(block.get("content")), "exit_code": 1 if block.get("is_error") else 0}
+
+
+class Progress:
+    """A progress bar on stderr (stdout stays free): redrawn in place on a terminal, a line per tenth
+    otherwise."""
+
+    def __init__(self, total: int, stream: Any = None) -> None:
+        self.total, self.stream = max(total, 1), stream or sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self._shown = -1
+
+    def update(self, done: int, stored: int) -> None:
+        share = done / self.total
+        if not self.tty and int(share * 10) == self._shown and done != self.total:
+            return
+        self._shown = int(share * 10)
+        bar = "#" * int(share * 30)
+        line = f"backfill [{bar:<30}] {done}/{self.total} transcripts, {stored} stored"
+        self.stream.write(("\r" + line) if self.tty else line + "\n")
+        if self.tty and done == self.total:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+@dataclass
+class BackfillResult:
+    transcripts: int
+    records: int
+    stored: int
+    seconds: float
+
+
+def backfill(
+    app: Any,
+    client: str,
+    *,
+    home: Path | None = None,
+    since: datetime | None = None,
+    project: Path | None = None,
+    progress: Progress | None = None,
+) -> BackfillResult:
+    """Replay every transcript and store what the hooks would have (idempotent)."""
+    # Not at the top: store.py reaches the services and the model; the hook's replay path above
+    # (selected, records_of) must stay as light as a hook.
+    from .store import store_captured
+
+    started = time.perf_counter()
+    found = transcripts(client, home or Path.home(), since=since, project=project)
+    progress = progress or Progress(len(found))
+    records = stored = 0
+    batch: list[dict[str, Any]] = []
+    routines: dict[str, Any] = {}  # across this history, oldest session first, as the hooks saw them
+    for done, transcript in enumerate(found, 1):
+        replayed = replay(transcript, project=project, since=since, routines=routines)
+        records += len(replayed)
+        batch += replayed
+        while len(batch) >= BATCH:
+            stored += store_captured(app, batch[:BATCH])
+            del batch[:BATCH]
+        progress.update(done, stored)
+    if batch:
+        stored += store_captured(app, batch)
+    if not found:
+        progress.update(0, 0)
+    return BackfillResult(len(found), records, stored, time.perf_counter() - started)
+
+
+def parse_since(value: str) -> datetime:
+    """--since: a date (YYYY-MM-DD: from its start) or an ISO 8601 time, UTC unless it says otherwise."""
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"--since {value!r} is not a date (YYYY-MM-DD) or an ISO 8601 time") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)

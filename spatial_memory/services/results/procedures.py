@@ -1,0 +1,52 @@
+"""Results of the procedure tools: build_skill, how_to, execute_skill, deprecate_skill."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class StepItem(BaseModel):
+    action: str
+    tool: str | None = None
+    parameters: dict[str, Any] | None = None
+    result: str | None = None
+
+
+class BuildSkillResult(BaseModel):
+    procedure_id: str
+    name: str
+    status: str = Field(description="live (served as a skill) or captured (awaiting a successful run).")
+    skill_uri: str
+
+
+class ProcedureItem(BaseModel):
+    procedure_id: str
+    name: str
+    steps: list[StepItem]
+    success_rate: float
+    executions: int
+    domain: str
+    trigger_pattern: str | None = None
+    status: str
+    namespace: str
+    score: float = Field(description="Match to the task, weighted by reliability.")
+    pitfalls: list[str] = Field(default_factory=list, description="What failed in earlier runs, newest first.")
+
+
+class HowToResult(BaseModel):
+    procedures: list[ProcedureItem]
+
+
+class ExecuteSkillResult(BaseModel):
+    procedure_id: str
+    success_rate: float
+    executions: int
+    status: str
+
+
+class DeprecateSkillResult(BaseModel):
+    procedure_id: str
+    status: str
+    reason: str | None = None

@@ -1,0 +1,136 @@
+"""Procedures and the Skills extension through the TypeScript SDK 2.4 client
+(@modelcontextprotocol/client and its SkillsClient, which checks every entry against the SEP-2640
+rules and every file it reads against the entry's size, SHA-256 digest and frontmatter)."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from .interop.node import NodeTools, node_tools, run_scenario
+from .reliability import new_store
+from .test_interop_typescript import server_spec
+
+BUILD = {
+    "trajectory": [
+        {"action": "Run the failing test with pytest -x to see the traceback", "tool": "bash"},
+        {"action": "Add the missing import to the module"},
+        {"action": "Run pytest again until it passes", "result": "all tests pass"},
+    ],
+    "outcome_score": 0.9,
+    "domain": "coding",
+    "trigger_pattern": "a Python test fails with ImportError",
+}
+
+
+# The 2.4 client negotiating the 2026-07-28 revision: the Python SDK advertises extensions only
+# there (its 2025-11-25 capabilities have no `extensions` field).
+V2 = {"sdk": "2", "mode": "auto"}
+
+
+def succeeded(answer: dict) -> dict:
+    """The structured content of a tool call the 2.x client returned as a success (it validates
+    structured content against the tool's output schema inside callTool, and throws if it fails)."""
+    assert answer["ok"], f"the TypeScript client threw on {answer['step']}: {answer.get('error')}"
+    result = answer["result"]
+    assert not result.get("isError"), result
+    return result["structuredContent"]
+
+
+@pytest.fixture(scope="module")
+def node() -> NodeTools:
+    return node_tools()
+
+
+def test_a_procedure_through_the_typescript_2_4_client_is_a_verified_skill(node, tmp_path: Path, bundled_models):
+    store = new_store(tmp_path, "store", bundled_models)
+    steps = [
+        {"call": "build_skill", "arguments": BUILD},  # 0
+        {"call": "how_to", "arguments": {"task": "how do I fix a failing python import in tests"}},  # 1
+        {"call": "execute_skill", "arguments": {"procedure_id": "$0.procedure_id", "success": True}},  # 2
+        {
+            "call": "execute_skill",
+            "arguments": {"procedure_id": "$0.procedure_id", "success": False, "error": "circular", "failed_step": 2},
+        },  # 3
+        {"skills": "list"},  # 4
+        {"skills": "read", "uri": "$0.skill_uri"},  # 5
+        {"skills": "get", "uri": "$0.skill_uri"},  # 6
+        {"call": "deprecate_skill", "arguments": {"procedure_id": "$0.procedure_id", "reason": "obsolete"}},  # 7
+        {"skills": "list"},  # 8
+        {"skills": "get", "uri": "$0.skill_uri"},  # 9
+    ]
+    lines = run_scenario(node, {"server": server_spec(store, fake=False), **V2, "steps": steps}, tmp_path / "ts.log")
+    connected, *answers = lines
+    assert connected["skillsSupported"] is True
+    assert "io.modelcontextprotocol/skills" in connected["capabilities"]["extensions"]
+    built = succeeded(answers[0])
+    found = succeeded(answers[1])["procedures"]
+    assert found[0]["procedure_id"] == built["procedure_id"] and found[0]["executions"] == 0
+    assert succeeded(answers[2])["success_rate"] == pytest.approx((0.9 + 1) / 2)
+    after = succeeded(answers[3])
+    assert after["executions"] == 2 and after["success_rate"] == pytest.approx((0.9 + 1) / 3)
+    listing = answers[4]["result"]
+    assert answers[4]["ok"] and listing["invalid"] == []
+    (entry,) = listing["skills"]
+    assert entry["uri"] == built["skill_uri"]
+    assert connected["protocolVersion"] == "2026-07-28"
+    assert listing["cacheScope"] == "private" and listing["ttlMs"] > 0
+    read = answers[5]
+    assert read["ok"], read
+    file = read["result"]
+    assert file["verified"] is True and file["frontmatter"] == entry["frontmatter"]
+    assert file["byteLength"] == entry["resources"][0]["size"]
+    assert "Success rate: 63%" in file["body"] and "step 2 failed" in file["body"] and "Executions: 2" in file["body"]
+    assert answers[6]["ok"] and answers[6]["result"]["skill"] == entry
+    succeeded(answers[7])
+    assert answers[8]["ok"] and answers[8]["result"]["skills"] == []
+    assert not answers[9]["ok"] and answers[9]["error"]["code"] == -32602
+
+
+def test_the_typescript_client_refuses_a_skill_whose_file_differs_from_its_entry(node, tmp_path: Path):
+    """The digest check is real: the same file read against an entry with another digest, size or
+    frontmatter is a SkillVerificationError (so the passing read above verified something)."""
+    store = new_store(tmp_path, "store")
+    first = run_scenario(
+        node,
+        {
+            "server": server_spec(store),
+            **V2,
+            "steps": [{"call": "build_skill", "arguments": BUILD}, {"skills": "list"}],
+        },
+        tmp_path / "a.log",
+    )
+    entry = first[2]["result"]["skills"][0]
+    wrong_digest = copy.deepcopy(entry)
+    wrong_digest["resources"][0]["digest"] = "sha256:" + "0" * 64
+    wrong_size = copy.deepcopy(entry)
+    wrong_size["resources"][0]["size"] += 1
+    wrong_description = copy.deepcopy(entry)
+    wrong_description["frontmatter"]["description"] = "something else"
+    steps = [
+        {"skills": "read", "uri": entry["uri"], "entry": e}
+        for e in (entry, wrong_digest, wrong_size, wrong_description)
+    ]
+    _, fine, digest, size, frontmatter = run_scenario(
+        node, {"server": server_spec(store), **V2, "steps": steps}, tmp_path / "b.log"
+    )
+    assert fine["ok"] and fine["result"]["verified"] is True
+    tricky = 'a "quoted" C:\\path: #not-a-comment, tab\there, 100% ✓ 🚀 --- and\nnewline'
+    built = {**BUILD, "trigger_pattern": tricky, "name": "Ünïcode & «quotes»"}
+    _, made, read = run_scenario(
+        node,
+        {
+            "server": server_spec(store),
+            **V2,
+            "steps": [{"call": "build_skill", "arguments": built}, {"skills": "read", "uri": "$0.skill_uri"}],
+        },
+        tmp_path / "c.log",
+    )
+    assert read["ok"], read  # the YAML frontmatter reads back exactly as the entry says
+    assert read["result"]["verified"] is True and "quoted" in read["result"]["frontmatter"]["description"]
+    assert succeeded(made)["skill_uri"].startswith("skill://spatial-memory/unicode-quotes-")
+    for answer, reason in ((digest, "digest"), (size, "size"), (frontmatter, "frontmatter")):
+        assert not answer["ok"] and answer["error"]["name"] == "SkillVerificationError", answer
+        assert answer["error"]["data"]["reason"] == reason, answer
