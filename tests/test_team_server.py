@@ -671,7 +671,8 @@ def node() -> NodeTools:
     return node_tools()
 
 
-def test_every_tool_works_through_the_typescript_client_over_http(team, victim, node, tmp_path):
+def test_every_tool_works_through_the_typescript_client_over_http(anyio_backend, team, victim, node, tmp_path):
+    # anyio_backend: the async module fixture `victim` is set up by anyio only for tests that ask for it.
     seeds = seed_memories()
     steps = prefixed(every_tool_steps(seeds, str(uuid.uuid4()), "all.json"), "tessa-")
     server = {"url": team.url, "headers": {"Authorization": f"Bearer {team.tokens['tessa']}"}}
