@@ -100,4 +100,6 @@ def markdown() -> str:
 
 
 if __name__ == "__main__":
-    print(markdown(), end="")
+    import sys  # only this command writes: the server never imports it as __main__
+
+    sys.stdout.write(markdown())

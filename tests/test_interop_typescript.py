@@ -104,7 +104,10 @@ def exchange_env(directory: Path) -> dict[str, str]:
 
 def text_json(result: dict[str, Any]) -> Any:
     content = result.get("content") or []
-    assert len(content) == 1 and content[0].get("type") == "text", result
+    assert content and content[0].get("type") == "text", result
+    # Besides the JSON text, only visualize's SVG travels, as an embedded image/svg+xml resource.
+    extra = content[1:]
+    assert all(c.get("type") == "resource" and c["resource"].get("mimeType") == "image/svg+xml" for c in extra), result
     return json.loads(content[0]["text"])
 
 

@@ -22,7 +22,9 @@ import pytest
 from spatial_memory.config import Settings
 from spatial_memory.portability import export_file
 from spatial_memory.portability.paths import shown
+from spatial_memory.storage.relations import Relations
 from spatial_memory.storage.store import MemoryStore
+from spatial_memory.storage.writes import MemoryWrites
 
 from .conftest import HashEmbedder, call, data
 from .test_protocol_core import assert_error
@@ -708,12 +710,9 @@ def side_rows(settings: Settings) -> dict[str, int]:
     return {name: rows for name, rows in counts.items() if rows}
 
 
-@pytest.mark.parametrize("failing", ["relate", "add"])
-async def test_an_import_that_fails_between_its_writes_leaves_nothing(tmp_path, source_settings, monkeypatch, failing):
-    """An import writes three tables (history, relations, memories); a failure in the second or
-    third write restores the ones already written, so the store is as it was."""
-    from spatial_memory.errors import StorageError
-
+async def export_with_history_and_relations(source_settings: Settings) -> str:
+    """An export holding 3 memories, 2 retired versions (one of a memory closed by its successor)
+    and 1 relation; returns the id of the closed memory."""
     async with server(source_settings) as client:
         a = (await call(client, "remember", content="the decision to use postgres"))["id"]
         b = (await call(client, "remember", content="benchmarks favour postgres"))["id"]
@@ -723,8 +722,22 @@ async def test_an_import_that_fails_between_its_writes_leaves_nothing(tmp_path, 
         await call(client, "relate", source_id=b, target_id=a, relation="supports")
         exported = await call(client, "export_memories", output_path="all.json")
         assert exported["versions_exported"] == 2 and exported["relations_exported"] == 1
+    return old
+
+
+WRITE_PARTS = {"relate": (Relations, "relate"), "add": (MemoryWrites, "add")}
+
+
+@pytest.mark.parametrize("failing", ["relate", "add"])
+async def test_an_import_that_fails_between_its_writes_leaves_nothing(tmp_path, source_settings, monkeypatch, failing):
+    """An import writes three tables (history, relations, memories); a failure in the second or
+    third write restores the ones already written, so the store is as it was."""
+    from spatial_memory.errors import StorageError
+
+    old = await export_with_history_and_relations(source_settings)
     target = target_settings(tmp_path, source_settings)
-    real = getattr(MemoryStore, failing)
+    part, method = WRITE_PARTS[failing]
+    real = getattr(part, method)
 
     def fail(self, *args, **kwargs):
         raise StorageError("the disk is full (injected)")
@@ -732,7 +745,7 @@ async def test_an_import_that_fails_between_its_writes_leaves_nothing(tmp_path, 
     async with server(target) as client:
         await call(client, "remember", content="a memory the target had before")
         before = side_rows(target)
-        monkeypatch.setattr(MemoryStore, failing, fail)
+        monkeypatch.setattr(part, method, fail)
         result = await client.call_tool("import_memories", {"source_path": "all.json", "dry_run": False})
         assert_error(result, "StorageError")
         assert side_rows(target) == before  # history and relations written before the failure are gone
@@ -740,7 +753,86 @@ async def test_an_import_that_fails_between_its_writes_leaves_nothing(tmp_path, 
         gone = await client.call_tool("memory_history", {"memory_id": old})
         assert gone.is_error  # the closed memory's history is not there
         # Nothing stands in the way of the same import once the store works again.
-        monkeypatch.setattr(MemoryStore, failing, real)
+        monkeypatch.setattr(part, method, real)
+        done = await call(client, "import_memories", source_path="all.json", dry_run=False)
+        assert done["memories_imported"] == 3 and done["versions_imported"] == 2 and done["relations_imported"] == 1
+        assert len((await call(client, "memory_history", memory_id=old))["versions"]) == 1
+
+
+# The child: runs one import and kills itself (SIGKILL: no cleanup, no exception handler runs) the
+# moment the write named by argv[3] starts, so every part before it has committed.
+KILLED_IMPORT = """
+import os, signal, sys
+from pathlib import Path
+
+import anyio
+from mcp import Client
+
+from spatial_memory.config import Settings
+from spatial_memory.server.app import create_server
+from spatial_memory.storage.relations import Relations
+from spatial_memory.storage.writes import MemoryWrites
+from tests.conftest import HashEmbedder
+
+root, import_dir, part = sys.argv[1], sys.argv[2], sys.argv[3]
+owner = {"relate": Relations, "add": MemoryWrites}[part]
+setattr(owner, part, lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL))
+settings = Settings(path=Path(root), preload=False, import_dirs=[Path(import_dir)])
+
+
+async def main():
+    async with Client(create_server(settings, embedder=HashEmbedder())) as client:
+        await client.call_tool("import_memories", {"source_path": "all.json", "dry_run": False})
+
+
+anyio.run(main)
+sys.exit("the import finished: the kill never happened")
+"""
+
+
+@pytest.mark.parametrize("killed_before", ["relate", "add"])
+async def test_an_import_killed_between_its_writes_leaves_nothing_visible(tmp_path, source_settings, killed_before):
+    """A process SIGKILLed after the import's history write (before its relations), or after both
+    side writes (before the memories' commit): reopened, the store shows nothing of the import -
+    not read-only, before anything is cleared, and not once a writable open has cleared it."""
+    import subprocess
+    import sys
+
+    old = await export_with_history_and_relations(source_settings)
+    target = target_settings(tmp_path, source_settings)
+    async with server(target) as client:
+        await call(client, "remember", content="a memory the target had before")
+    before = side_rows(target)
+    root = Path(__file__).resolve().parent.parent
+    child = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            KILLED_IMPORT,
+            str(target.path),
+            str(source_settings.allowed_export_dirs[0]),
+            killed_before,
+        ],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert child.returncode == -9, child.stderr[-2000:]
+    written = side_rows(target)
+    assert written.get("memory_versions", 0) == 2  # the crash came after the history's commit
+    assert written.get("relations", 0) == (1 if killed_before == "add" else 0)
+
+    seen = MemoryStore(target.db_path, "test-hash-embedder", 64, read_only=True)
+    assert seen.count() == 1
+    assert seen.retired([old]) == [] and seen.history_arrow(None).num_rows == 0
+    assert seen.current_relations() == []
+
+    async with server(target) as client:  # the store opens (writable) at the first call
+        assert (await call(client, "stats"))["total_memories"] == 1
+        assert side_rows(target) == before  # what the import left is cleared
+        assert (await client.call_tool("memory_history", {"memory_id": old})).is_error
         done = await call(client, "import_memories", source_path="all.json", dry_run=False)
         assert done["memories_imported"] == 3 and done["versions_imported"] == 2 and done["relations_imported"] == 1
         assert len((await call(client, "memory_history", memory_id=old))["versions"]) == 1

@@ -524,6 +524,24 @@ def test_every_store_method_a_service_may_call_is_confined(tmp_path):
     assert confined.delete_where(build_filter(namespace="victim")) == []
     assert store.get(theirs.id).content == "theirs"
 
+    # An import's writes: a relation may start at a memory the import itself writes, but may not
+    # reach a memory outside the scope, and nothing is written to a foreign namespace.
+    from datetime import datetime, timezone
+
+    from spatial_memory.storage.relations import Relation
+
+    mine = next(r for r in store.scan() if r.namespace == "mine")
+    now = datetime.now(timezone.utc)
+    imported = MemoryRecord(id=new_id(), content="imported", vector=vector, namespace="mine")
+    confined.add_imported([imported], [], [Relation(imported.id, mine.id, "supports", 1.0, now)])
+    assert [r.target_id for r in confined.relations_of([imported.id])] == [mine.id]
+    other = MemoryRecord(id=new_id(), content="imported", vector=vector, namespace="mine")
+    with pytest.raises(SpatialMemoryError):
+        confined.add_imported([other], [], [Relation(other.id, theirs.id, "supports", 1.0, now)])
+    with pytest.raises(SpatialMemoryError):
+        confined.add_imported([MemoryRecord(id=new_id(), content="x", vector=vector, namespace="victim")], [], [])
+    assert store.get(other.id) is None and store.count() == 3
+
 
 # ---- (c) tokens that must not work ------------------------------------------------------------
 
@@ -653,7 +671,8 @@ def node() -> NodeTools:
     return node_tools()
 
 
-def test_every_tool_works_through_the_typescript_client_over_http(team, victim, node, tmp_path):
+def test_every_tool_works_through_the_typescript_client_over_http(anyio_backend, team, victim, node, tmp_path):
+    # anyio_backend: the async module fixture `victim` is set up by anyio only for tests that ask for it.
     seeds = seed_memories()
     steps = prefixed(every_tool_steps(seeds, str(uuid.uuid4()), "all.json"), "tessa-")
     server = {"url": team.url, "headers": {"Authorization": f"Bearer {team.tokens['tessa']}"}}

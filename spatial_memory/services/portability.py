@@ -216,18 +216,6 @@ def _plan_import(store, keep, retired, skipped: set[str], provenance: Provenance
     return _ImportPlan(records, new_ids, states, links)
 
 
-def _write_import(store, planned: _ImportPlan) -> None:
-    """Three tables, written under `store.all_or_nothing()`: a failure in any write restores the others.
-    The memories' commit goes last: until it lands, no memory's history counts the retired
-    versions, and a relation shows only once both its ends are current."""
-    if planned.states:
-        store.restore_history(planned.states)
-    if planned.links:
-        store.relate(planned.links)
-    if planned.records:
-        store.add(planned.records)  # one commit: every record or none
-
-
 class PortabilityService(Service):
     def export_memories(
         self,
@@ -332,7 +320,7 @@ class PortabilityService(Service):
         with contextlib.nullcontext() if dry_run else store.all_or_nothing():
             planned = _plan_import(store, keep, retired, skipped, provenance)
             if not dry_run:
-                _write_import(store, planned)
+                store.add_imported(planned.records, planned.states, planned.links)
         if not dry_run and planned.records:
             self._r.upkeep.poke()
         return ImportResult(

@@ -37,6 +37,7 @@ import pyarrow as pa
 from ..errors import MemoryNotFoundError
 from .candidates import Candidates
 from .filters import MAX_LIST_VALUES, Filter, both, build_filter
+from .history import RetiredState
 from .protocol import Store
 from .records import ContentMatch, MemoryRecord, ScoredMemory
 from .relations import Relation, RelationGraph
@@ -204,6 +205,21 @@ class ConfinedStore:
         if missing is not None:
             raise MemoryNotFoundError(f"Memory not found: {missing}")
         self._store.relate(relations)
+
+    def add_imported(
+        self, records: Sequence[MemoryRecord], states: Sequence[RetiredState], relations: Sequence[Relation]
+    ) -> None:
+        """As `add`, `restore_history` and `relate` together: a relation's end the import does not
+        write must be a memory the principal can read and write."""
+        self.check_writes([*records, *(s.record for s in states)])
+        written = {r.id for r in records}
+        outside = [e for r in relations for e in (r.source_id, r.target_id) if e not in written]
+        self._writable_ids(outside)
+        mine = self.readable_ids()
+        missing = next((e for e in outside if e not in mine), None)
+        if missing is not None:
+            raise MemoryNotFoundError(f"Memory not found: {missing}")
+        self._store.add_imported(records, states, relations)
 
     def unrelate(self, source_id: str, target_id: str, relation: str | None) -> list[Relation]:
         mine = self.readable_ids()
@@ -379,6 +395,7 @@ _WRITTEN_OUT = frozenset(
         "co_recall_links",
         "delete_ids",
         "relate",
+        "add_imported",
         "unrelate",
     }
 )

@@ -10,7 +10,8 @@ it wrote is not part of any memory's history, by this rule (`_real`): a history 
 the memory's current row has a higher version, or when the memory has no current row and a
 successor closed it at this row's version or a later one. So a crash between the two commits
 leaves a row nobody reads, and the retry writes the same row again (rows are keyed
-"<id>#<version>").
+"<id>#<version>"). An import's rows follow pending_imports.py as well: those of an import whose
+memories never landed are left out, the retired versions of memories closed before the export too.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import pyarrow as pa
 
 from ..errors import StorageError
 from .filters import MAX_LIST_VALUES, Filter, build_filter, quote, retired_current_at
+from .pending_imports import PendingImports
 from .records import MemoryRecord
 from .schema import (
     HISTORY_COLUMNS,
@@ -59,9 +61,10 @@ class RetiredState:
 
 
 class VersionHistory:
-    def __init__(self, table: MemoryTable, writer: Writer) -> None:
+    def __init__(self, table: MemoryTable, writer: Writer, pending: PendingImports) -> None:
         self._table = table
         self._writer = writer
+        self._pending = pending
 
     def _schema(self) -> pa.Schema:
         return history_schema(self._table.model_id, self._table.dim)
@@ -131,11 +134,17 @@ class VersionHistory:
         ids = list(dict.fromkeys(r.id for r, _ in rows))
         current = self._current_versions(ids)
         closed = self._closing_versions([i for i in ids if i not in current])
+        # Only a closed memory's rows can belong to an import in flight without a current row to
+        # vouch for them (a current memory's rows count only below its version).
+        hidden = self._pending.hidden_history_keys() if closed else set()
         states = []
         for record, extra in rows:
             live, closing = current.get(record.id), closed.get(record.id)
             if (live is not None and live > record.version) or (
-                live is None and closing is not None and closing >= record.version
+                live is None
+                and closing is not None
+                and closing >= record.version
+                and f"{record.id}#{record.version}" not in hidden
             ):
                 states.append(RetiredState(record, extra["valid_until"], extra["retired_by"], extra["superseded_by"]))
         return states

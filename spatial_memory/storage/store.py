@@ -10,8 +10,8 @@ the table (table.py: opening, the model check, reconnecting) and the writer (wri
 commit, retry); reads (reads.py), vector search (vector_search.py), keyword search (fulltext.py),
 recall's candidates (candidate_search.py), the in-memory exact copy (exact_index.py, exact_search.py),
 access counts (access_counts.py, access_ledger.py), writes (writes.py), the version history
-(history.py), relations (relations.py), co-recall links (co_recall.py) and maintenance
-(maintenance.py). This class wires them and forwards each method to the part that does it
+(history.py), relations (relations.py), imports in flight (pending_imports.py), co-recall links
+(co_recall.py) and maintenance (maintenance.py). This class wires them and forwards each method to the part that does it
 (`Forward`); services see it through the `Store` protocol (protocol.py), and upkeep and tests
 reach the parts through its public attributes.
 """
@@ -42,6 +42,7 @@ from .fulltext import FullTextSearch
 from .history import VersionHistory
 from .indexing import IndexPolicy, VectorIndexState
 from .maintenance import Maintenance
+from .pending_imports import PendingImports
 from .readonly import read_only_reason
 from .reads import Reads
 from .records import MemoryRecord, ScoredMemory, utc_now
@@ -161,6 +162,7 @@ class MemoryStore:
         self.table, locks, self.read_only_reason = _open_table(db_path, model_id, dim, options)
         self._wire(locks, options)
         self.fulltext.ensure_index()
+        self.pending_imports.settle()  # an import killed before its commit point: its side rows go
         self.activity.writes = self.table.fragment_count()
         if self.indexed.ready() and index_cache_bytes is None:
             self.maintenance.reconnect()  # with the index cache a vector index needs
@@ -191,7 +193,8 @@ class MemoryStore:
         self.candidates = CandidateSearch(
             table, self.exact, self.reads, self.vector, self.fulltext, self.accesses, self.indexed, clock
         )
-        self.history = VersionHistory(table, self.writer)
+        self.pending_imports = PendingImports(table, self.writer)
+        self.history = VersionHistory(table, self.writer, self.pending_imports)
         self.relations = Relations(table, self.writer, self.reads)
         self.co_recall = CoRecall(table, self.writer, clock)
         self.writes = MemoryWrites(
@@ -202,6 +205,7 @@ class MemoryStore:
             self.history,
             self.relations,
             self.co_recall,
+            self.pending_imports,
             self.activity,
             clock,
         )
@@ -312,6 +316,7 @@ class MemoryStore:
     exclusive = Forward("writer", Writer.exclusive)
     all_or_nothing = Forward("writes", MemoryWrites.all_or_nothing)
     add = Forward("writes", MemoryWrites.add)
+    add_imported = Forward("writes", MemoryWrites.add_imported)
     upsert = Forward("writes", MemoryWrites.upsert)
     replace = Forward("writes", MemoryWrites.replace)
     rewrite = Forward("writes", MemoryWrites.rewrite)
