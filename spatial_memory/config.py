@@ -57,9 +57,9 @@ class Settings(BaseSettings):
     )
     embedding_precision: Literal["auto", "fp32", "int8"] = Field(
         "auto",
-        description="The bundled model's arithmetic: int8 (about 3x the speed) or fp32 (sentence-transformers' "
-        "vectors). auto = the one the store's vectors were written with, int8 for a new store; a store never "
-        "mixes the two.",
+        description="The bundled model's arithmetic: fp32 (sentence-transformers' vectors) or int8 (about 3x the "
+        "ingest speed; a text's vector shifts slightly with the batch it is embedded in). auto = the one the "
+        "store's vectors were written with, fp32 for a new store; a store never mixes the two.",
     )
     embedding_batch_size: int = Field(
         32, ge=1, le=256, description="Most texts per model call (the bundled model also caps the padded tokens)."

@@ -35,13 +35,13 @@ async def _remember_all(settings: Settings, embedder) -> dict:
         return data(await client.call_tool("stats", {}))
 
 
-async def test_a_new_store_records_the_int8_path_and_an_fp32_store_keeps_fp32(tmp_path, bundled_models):
-    int8_settings = Settings(path=tmp_path / "new", preload=False)
-    stats = await _remember_all(int8_settings, _router(bundled_models))
-    assert stats["embedding_model"] == INT8 and stats["total_memories"] == len(TEXTS)
+async def test_a_new_store_records_the_fp32_path_and_an_int8_store_keeps_int8(tmp_path, bundled_models):
+    fp32_settings = Settings(path=tmp_path / "new", preload=False)
+    stats = await _remember_all(fp32_settings, _router(bundled_models))
+    assert stats["embedding_model"] == FP32 and stats["total_memories"] == len(TEXTS)
 
-    fp32_settings = Settings(path=tmp_path / "old", preload=False)
-    assert (await _remember_all(fp32_settings, _router(bundled_models, "fp32")))["embedding_model"] == FP32
+    int8_settings = Settings(path=tmp_path / "opted-in", preload=False)
+    assert (await _remember_all(int8_settings, _router(bundled_models, "int8")))["embedding_model"] == INT8
 
     # A server on auto follows each store, whichever path it embedded with before.
     auto = _router(bundled_models)
@@ -92,24 +92,28 @@ async def test_the_setting_reaches_a_server_process(tmp_path, bundled_models):
 
     store = new_store(tmp_path, "store", bundled_models)
     with open(tmp_path / "server.log", "w") as log:
-        async with Client(stdio_transport(store, log, fake=False)) as client:
+        opted_in = stdio_transport(store, log, fake=False, SPATIAL_MEMORY_EMBEDDING_PRECISION="int8")
+        async with Client(opted_in) as client:
             data(await client.call_tool("remember", {"content": TEXTS[0]}))
             assert data(await client.call_tool("stats", {}))["embedding_model"] == INT8
         transport = stdio_transport(store, log, fake=False, SPATIAL_MEMORY_EMBEDDING_PRECISION="fp32")
         async with Client(transport) as client:
             body = data(await client.call_tool("recall", {"query": "database"}))
             assert body["error"] == "ConfigurationError" and "int8 path" in body["message"], body
+        async with Client(stdio_transport(store, log, fake=False)) as client:  # auto follows the store
+            assert data(await client.call_tool("stats", {}))["embedding_model"] == INT8
 
 
-def test_int8_vectors_depend_a_little_on_their_batch(real_embedder):
+def test_int8_vectors_depend_a_little_on_their_batch(bundled_models):
     """Dynamic quantisation scales each call's activations by the call's own range: a text embedded
-    in a batch is not bit-identical to it alone (fp32 is: test_embeddings), but stays this close."""
-    assert real_embedder.model_id == INT8
-    together = real_embedder.embed_documents(TEXTS * 4)
-    alone = np.stack([real_embedder.embed_query(text) for text in TEXTS * 4])
+    in a batch is not bit-identical to it alone (fp32 is: test_embeddings), but stays this close.
+    (Why int8 is not the default path: near-copy decisions at a threshold can flip with the batch.)"""
+    int8 = _router(bundled_models, "int8")
+    together = int8.embed_documents(TEXTS * 4)
+    alone = np.stack([int8.embed_query(text) for text in TEXTS * 4])
     cosines = (together * alone).sum(axis=1)
-    assert cosines.min() > 0.97, cosines
-    assert np.allclose(real_embedder.embed_documents(TEXTS * 4), together, atol=1e-6)  # the same call, the same vectors
+    assert cosines.min() > 0.97 and cosines.min() < 0.99999, cosines
+    assert np.allclose(int8.embed_documents(TEXTS * 4), together, atol=1e-6)  # the same call, the same vectors
 
 
 def test_int8_runs_only_on_onnxruntime(tmp_path):

@@ -30,9 +30,11 @@ BUNDLED_DIMENSION = 384
 # The bundled model's arithmetic paths, as recorded in a store: fp32 keeps the model's own id
 # (what every store written before int8 existed records), int8 adds a suffix.
 PATH_IDS = {"fp32": BUNDLED_MODEL, "int8": f"{BUNDLED_MODEL}#int8"}
-# The path a new store gets when the precision setting is auto (docs/BENCHMARKS.md: int8 embeds
-# ~3x faster; LoCoMo dev recall@10 through the server unchanged within 0.005).
-NEW_STORE_PATH = "int8"
+# The path a new store gets when the precision setting is auto. Not int8, although it embeds ~3x
+# faster with LoCoMo dev recall@10 unchanged (docs/BENCHMARKS.md): its activation scales are set per
+# model call, so a text's vector depends on the batch it came in, and near-copy decisions at the
+# default thresholds (extract, consolidate) flip; one text per call removes that and the speed.
+NEW_STORE_PATH = "fp32"
 OPENAI_DIMENSIONS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, "text-embedding-ada-002": 1536}
 
 
