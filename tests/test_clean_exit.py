@@ -100,7 +100,7 @@ def test_closing_the_pipe_at_random_moments_exits_cleanly(tmp_path):
     rng = random.Random(2)
     store = new_store(tmp_path, "store")
     acknowledged = 0
-    for i in range(10):
-        got, _ = _round(store, rng, fake=True, how="sigterm" if i % 4 == 3 else "close")
+    for i in range(6):
+        got, _ = _round(store, rng, fake=True, how="sigterm" if i % 3 == 2 else "close")
         acknowledged += got
         _check_store(store, acknowledged, fake=True)

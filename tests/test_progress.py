@@ -53,12 +53,12 @@ def server(tmp_path):
 async def test_long_calls_report_done_of_total(tmp_path):
     async with Client(server(tmp_path), mode="legacy", read_timeout_seconds=600) as client:
         batch = Recorder()
-        stored = await client.call_tool("remember_batch", {"memories": items(600)}, progress_callback=batch)
+        stored = await client.call_tool("remember_batch", {"memories": items(300)}, progress_callback=batch)
         assert not stored.is_error, stored.content[0].text
         batch.check_growing()
         assert len(batch.seen) >= 2, batch.seen  # real progress, not one final report
-        assert {total for _, total, _ in batch.seen} == {600.0}
-        assert batch.seen[-1][0] == 600.0 and {m for _, _, m in batch.seen} == {"embedding"}
+        assert {total for _, total, _ in batch.seen} == {300.0}
+        assert batch.seen[-1][0] == 300.0 and {m for _, _, m in batch.seen} == {"embedding"}
 
         for name, arguments, total in (
             ("visualize", {"namespace": NS, "max_memories": 200}, 4.0),

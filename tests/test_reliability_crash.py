@@ -177,7 +177,7 @@ def test_sigkill_at_random_points_loses_nothing(tmp_path):
     duration: dict[str, float] = {}  # how long each operation takes when not killed
     kills: Counter[str] = Counter()
     outcomes: Counter[str] = Counter()
-    deadline = time.monotonic() + budget(60)
+    deadline = time.monotonic() + budget(30)
     rounds = 0
     while time.monotonic() < deadline or rounds < len(SCENARIOS):
         rounds += 1
@@ -342,7 +342,7 @@ def test_sigkill_during_access_bookkeeping_on_an_indexed_store(tmp_path):
     counts: dict[str, int] = {}
     ledger_seen = in_rows = 0
     outcomes: Counter[str] = Counter()
-    deadline = time.monotonic() + budget(20)
+    deadline = time.monotonic() + budget(10)
     give_up = deadline + 300
     rounds = 0
     # Random rounds for the CI bound (at least 6); then, should they have missed one of the two
