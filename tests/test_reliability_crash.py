@@ -177,7 +177,7 @@ def test_sigkill_at_random_points_loses_nothing(tmp_path):
     duration: dict[str, float] = {}  # how long each operation takes when not killed
     kills: Counter[str] = Counter()
     outcomes: Counter[str] = Counter()
-    deadline = time.monotonic() + budget(30)
+    deadline = time.monotonic() + budget(20)
     rounds = 0
     while time.monotonic() < deadline or rounds < len(SCENARIOS):
         rounds += 1
@@ -262,7 +262,7 @@ def test_sigkill_during_compaction_and_cleanup(tmp_path):
 
     db, log = tmp_path / "db", tmp_path / "acked.jsonl"
     rng = random.Random()
-    kills, deadline = 0, time.monotonic() + budget(15)
+    kills, deadline = 0, time.monotonic() + budget(10)
     while time.monotonic() < deadline or kills < 5:
         proc = subprocess.Popen(
             [sys.executable, "-c", COMPACTOR, str(db), str(log)],
