@@ -38,9 +38,8 @@ from starlette.routing import Route
 from .. import algorithms  # noqa: F401 - the layout's code, loaded with the page rather than by the first map
 from ..app import App
 from ..auth.principal import current_scope
-from ..errors import SpatialMemoryError, ValidationError
 from ..runtime.resources import Resources
-from ..tools.calls import in_worker
+from ..tools.calls import in_worker, typed_error
 from . import api
 from .page import document
 
@@ -70,15 +69,11 @@ async def answer(app: Any, operation: str, request) -> Any:
     upkeep.call_started()  # background bookkeeping waits for a pause, as for a tool call
     try:
         result = await anyio.to_thread.run_sync(in_worker(lambda a: api.run(a, operation, arguments)), app)
-    except SpatialMemoryError as exc:
-        status = 404 if exc.error_type in ("MemoryNotFoundError", "NamespaceNotFoundError") else 400
-        return JSONResponse({"error": exc.error_type, "message": exc.message}, status)
-    except RecursionError:
-        return JSONResponse({"error": "ValidationError", "message": ValidationError("nested too deeply").message}, 400)
-    except Exception:  # noqa: BLE001 - never a traceback to the page
-        reference = secrets.token_hex(4)
-        log.exception("atlas %s failed (reference %s)", operation, reference)
-        return JSONResponse({"error": "InternalError", "message": f"internal error, reference {reference}"}, 500)
+    except Exception:  # noqa: BLE001 - never a traceback to the page: the tools' one translation
+        error = typed_error(f"atlas {operation}")
+        status = 404 if error.error_type in ("MemoryNotFoundError", "NamespaceNotFoundError") else 400
+        status = 500 if error.error_type == "InternalError" else status
+        return JSONResponse({"error": error.error_type, "message": error.message}, status)
     finally:
         upkeep.call_finished()
     return JSONResponse(result)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -117,9 +118,21 @@ def failure(error: SpatialMemoryError) -> CallToolResult:
 
 
 def internal_failure(where: str) -> CallToolResult:
+    return failure(typed_error(where))
+
+
+def typed_error(where: str) -> SpatialMemoryError:
+    """The exception being handled as the typed error a caller sees: ours as it is, too deep a
+    nesting as a ValidationError, anything else an InternalError whose traceback goes to the log
+    only, under a short reference. (The atlas's JSON answers use it too: one translation.)"""
+    exc = sys.exc_info()[1]
+    if isinstance(exc, SpatialMemoryError):
+        return exc
+    if isinstance(exc, RecursionError):
+        return ValidationError("Invalid arguments: nested too deeply")
     reference = uuid.uuid4().hex[:8]
     log.exception("internal error in %s (reference %s)", where, reference)
-    return failure(InternalError(f"An internal error occurred. Reference: {reference}"))
+    return InternalError(f"An internal error occurred. Reference: {reference}")
 
 
 PROGRESS_INTERVAL = 0.25  # seconds between progress notifications at most
@@ -214,8 +227,6 @@ async def _call(app: Services, ctx: Context, fn: Work, progress: str | None) -> 
         except SpatialMemoryError as exc:
             log.info("%s: %s", exc.error_type, exc.message)
             return failure(exc)
-        except RecursionError:
-            return failure(ValidationError("Invalid arguments: nested too deeply"))
         except Exception:  # noqa: BLE001 - the one place unexpected errors are caught
             return internal_failure(getattr(fn, "__qualname__", "tool"))
     try:
