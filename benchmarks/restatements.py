@@ -26,6 +26,7 @@ def main() -> None:
         f"the shipped figures ({shipped['figures']})",
         [*shipped["folds"], {"fold": "all", **shipped["all"]}],
     )
+    print_table("the rule before (near copies), on the whole set", [result["near_copies_before"]])
     print(
         f"\nheld out: precision {result['held_out_precision']:.3f}, recall {result['held_out_recall']:.3f} "
         f"({result['groups']} groups, {result['texts']} texts, {result['negatives']} hard negatives; "

@@ -31,6 +31,7 @@ GAPS = (0.1, 0.15, 0.2, 1.0)  # 1.0: no group is ever split
 SELECT_PRECISION = 0.95
 FOLDS = 2
 
+NEAR_COPY_SIMILARITY = 0.85
 SHIPPED = (RESTATEMENT_SIMILARITY, OUTLIER_MARGIN, SPLIT_GAP)
 
 Embed = Callable[[list[str]], np.ndarray]
@@ -63,6 +64,25 @@ def score(
 ) -> dict[str, Any]:
     """Pairwise precision and recall of `restatement_groups` on these texts, and the groups' purity."""
     groups = restatement_groups(list(texts), vectors, similarity=similarity, margin=margin, gap=gap)
+    return {"similarity": similarity, "margin": margin, "gap": gap, **_pairs(groups, gold)}
+
+
+def near_copies(texts: Sequence[str], gold: Sequence[int | None], vectors: np.ndarray) -> dict[str, Any]:
+    """The rule distill had before (issue 44), for comparison: every two members at least
+    consolidate's near-copy threshold alike (0.85), split where they use opposite words."""
+    # Not at the top: text/details.py reads text/extraction.py (~40 ms to compile its rules).
+    from ..algorithms.grouping import near_duplicate_groups
+    from ..text.details import split_opposed
+
+    groups = [
+        [group[k] for k in part]
+        for group in near_duplicate_groups(vectors, NEAR_COPY_SIMILARITY)
+        for part in split_opposed([texts[i] for i in group], 3)
+    ]
+    return {"similarity": NEAR_COPY_SIMILARITY, **_pairs(groups, gold)}
+
+
+def _pairs(groups: list[list[int]], gold: Sequence[int | None]) -> dict[str, Any]:
     right = wrong = 0
     pure = 0
     for group in groups:
@@ -79,9 +99,6 @@ def score(
             sizes[label] = sizes.get(label, 0) + 1
     pairs = sum(n * (n - 1) // 2 for n in sizes.values())
     return {
-        "similarity": similarity,
-        "margin": margin,
-        "gap": gap,
         "precision": round(right / (right + wrong), 4) if right + wrong else 1.0,
         "recall": round(right / pairs, 4) if pairs else 0.0,
         "pairs_right": right,
@@ -128,6 +145,7 @@ def cross_validate(embed: Embed, path: Path = FIXTURE) -> dict[str, Any]:
         "held_out": held_out,
         "held_out_precision": round(right / (right + wrong), 4) if right + wrong else 1.0,
         "held_out_recall": round(right / pairs, 4) if pairs else 0.0,
+        "near_copies_before": near_copies(texts, gold, vectors),
         "shipped": {"figures": dict(zip(("similarity", "margin", "gap"), SHIPPED)), "folds": shipped, "all": whole},
         "texts": len(texts),
         "groups": len({g for g in gold if g is not None}),
