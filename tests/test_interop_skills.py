@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from .interop.node import NodeTools, node_tools, run_scenario
+from .interop.node import NodeTools, TsClient, node_tools, run_scenario
 from .reliability import new_store
 from .test_interop_typescript import server_spec
+from .test_procedures_learned import fix_session
 
 BUILD = {
     "trajectory": [
@@ -25,9 +26,11 @@ BUILD = {
 }
 
 
-# The 2.4 client negotiating the 2026-07-28 revision: the Python SDK advertises extensions only
-# there (its 2025-11-25 capabilities have no `extensions` field).
+# The 2.4 client with its default options (the 2025-11-25 handshake, what today's clients
+# negotiate) and negotiating the 2026-07-28 revision: the extension is advertised at both.
 V2 = {"sdk": "2", "mode": "auto"}
+DEFAULT_2_4 = {"sdk": "2"}
+VERSIONS = {"2025-11-25": DEFAULT_2_4, "2026-07-28": V2}
 
 
 def succeeded(answer: dict) -> dict:
@@ -44,7 +47,10 @@ def node() -> NodeTools:
     return node_tools()
 
 
-def test_a_procedure_through_the_typescript_2_4_client_is_a_verified_skill(node, tmp_path: Path, bundled_models):
+@pytest.mark.parametrize("version", list(VERSIONS))
+def test_a_procedure_through_the_typescript_2_4_client_is_a_verified_skill(
+    node, tmp_path: Path, bundled_models, version: str
+):
     store = new_store(tmp_path, "store", bundled_models)
     steps = [
         {"call": "build_skill", "arguments": BUILD},  # 0
@@ -61,7 +67,8 @@ def test_a_procedure_through_the_typescript_2_4_client_is_a_verified_skill(node,
         {"skills": "list"},  # 8
         {"skills": "get", "uri": "$0.skill_uri"},  # 9
     ]
-    lines = run_scenario(node, {"server": server_spec(store, fake=False), **V2, "steps": steps}, tmp_path / "ts.log")
+    scenario = {"server": server_spec(store, fake=False), **VERSIONS[version], "steps": steps}
+    lines = run_scenario(node, scenario, tmp_path / "ts.log")
     connected, *answers = lines
     assert connected["skillsSupported"] is True
     assert "io.modelcontextprotocol/skills" in connected["capabilities"]["extensions"]
@@ -75,7 +82,7 @@ def test_a_procedure_through_the_typescript_2_4_client_is_a_verified_skill(node,
     assert answers[4]["ok"] and listing["invalid"] == []
     (entry,) = listing["skills"]
     assert entry["uri"] == built["skill_uri"]
-    assert connected["protocolVersion"] == "2026-07-28"
+    assert connected["protocolVersion"] == version
     assert listing["cacheScope"] == "private" and listing["ttlMs"] > 0
     read = answers[5]
     assert read["ok"], read
@@ -134,3 +141,40 @@ def test_the_typescript_client_refuses_a_skill_whose_file_differs_from_its_entry
     for answer, reason in ((digest, "digest"), (size, "size"), (frontmatter, "frontmatter")):
         assert not answer["ok"] and answer["error"]["name"] == "SkillVerificationError", answer
         assert answer["error"]["data"]["reason"] == reason, answer
+
+
+@pytest.mark.parametrize("version", list(VERSIONS))
+def test_a_procedure_confirmed_by_capture_is_announced_and_listed(node, tmp_path: Path, version: str):
+    """The hooks' spool, ingested by the running server in the background (no tool call): a fix
+    seen once is a captured procedure (not a skill, nothing announced); seen again in another
+    session it is confirmed, a skill, and the 2.4 client - with its default options at
+    2025-11-25, through a subscriptions/listen stream at 2026-07-28 - hears
+    notifications/resources/list_changed and lists it."""
+    from spatial_memory.capture.spool import Spool
+
+    store = new_store(tmp_path, "store")
+    project = tmp_path / "app"
+    (project / ".git").mkdir(parents=True)
+    spool = Spool(store)
+    with TsClient(node, server_spec(store), tmp_path / "ts.log", header=VERSIONS[version]) as client:
+        assert client.connected["skillsSupported"] is True
+        if version == "2026-07-28":
+            assert client.step({"listen": [], "resourcesListChanged": True})["ok"]
+        listed = client.step({"skills": "list"})
+        assert listed["ok"] and listed["result"]["skills"] == []
+        fix_session(spool, project, "s1", "Order")
+        found = {}
+        for _ in range(100):  # the server ingests the spool within a second or so
+            found = client.step({"call": "how_to", "arguments": {"task": "pytest fails with ImportError"}})
+            if found["result"]["structuredContent"]["procedures"]:
+                break
+        (captured,) = found["result"]["structuredContent"]["procedures"]
+        assert captured["status"] == "captured"
+        assert client.step({"listChanged": True, "waitMs": 1000})["result"]["count"] == 0  # no skill yet
+        fix_session(spool, project, "s2", "Invoice")  # the same fix in another session: confirmed
+        assert client.step({"listChanged": True, "waitMs": 20_000})["result"]["count"] >= 1
+        listed = client.step({"skills": "list"})
+        assert listed["ok"], listed
+        (entry,) = listed["result"]["skills"]
+        read = client.step({"skills": "read", "uri": entry["uri"]})
+        assert read["ok"] and read["result"]["verified"] is True and "ImportError" in read["result"]["body"]

@@ -92,10 +92,12 @@ async def test_unknown_skills_are_invalid_params(client):
         assert refused.value.error.code == mcp_types.INVALID_PARAMS
 
 
-async def test_a_legacy_session_is_told_when_the_skills_change(settings, fake_embedder):
-    """On a 2025-11-25 session the server advertises resources.listChanged and sends
-    notifications/resources/list_changed after a tool changed a procedure (a 2026-07-28 session
-    gets change notifications only on subscriptions/listen streams, which this server does not serve)."""
+async def test_a_legacy_session_that_listed_the_skills_is_told_when_they_change(settings, fake_embedder):
+    """On a 2025-11-25 session the server advertises resources.listChanged; once the session has
+    listed the skills it is sent notifications/resources/list_changed after any commit that changed
+    them - a tool's, or a write by no tool at all (here the service called directly, as capture,
+    backfill and import do) - and not after a call that changed nothing."""
+    import anyio
     from mcp import Client
 
     from spatial_memory.server.app import create_server
@@ -107,11 +109,30 @@ async def test_a_legacy_session_is_told_when_the_skills_change(settings, fake_em
         if method:
             seen.append(method)
 
+    def told() -> int:
+        return seen.count("notifications/resources/list_changed")
+
+    async def until_told(times: int) -> None:
+        with anyio.fail_after(10):
+            while told() < times:
+                await anyio.sleep(0.02)
+
     server = create_server(settings, embedder=fake_embedder)
     async with Client(server, mode="legacy", message_handler=handler) as client:
         assert client.server_capabilities.resources.list_changed is True
-        built = data(await client.call_tool("build_skill", BUILD))
+        first = data(await client.call_tool("build_skill", BUILD))
+        await anyio.sleep(0.5)
+        assert told() == 0  # it has not listed the skills
+        assert len((await request(client, "skills/list", {}))["skills"]) == 1
+        built = data(await client.call_tool("build_skill", {**BUILD, "name": "Another"}))
+        await until_told(1)
         await client.call_tool("execute_skill", {"procedure_id": built["procedure_id"], "success": True})
+        await until_told(2)
         bad = await client.call_tool("execute_skill", {"procedure_id": "nope", "success": True})
         assert bad.is_error
-    assert seen.count("notifications/resources/list_changed") == 2, seen
+        await client.call_tool("remember", {"content": "not a procedure"})  # a commit; the skills are the same
+        await anyio.sleep(0.5)
+        assert told() == 2
+        await anyio.to_thread.run_sync(lambda: server.app.procedures.deprecate_skill(first["procedure_id"]))
+        await until_told(3)
+        assert len((await request(client, "skills/list", {}))["skills"]) == 1

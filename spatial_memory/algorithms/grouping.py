@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ._linalg import as_matrix, unit_rows
@@ -12,8 +14,16 @@ from .neighbors import similarity_blocks
 _SCREEN_SLACK = 1e-5
 
 
-def near_duplicate_groups(vectors: np.ndarray, threshold: float, max_groups: int | None = None) -> list[list[int]]:
-    """Groups (size >= 2) in which every pair has cosine similarity >= ``threshold``.
+def near_duplicate_groups(
+    vectors: np.ndarray,
+    threshold: float,
+    max_groups: int | None = None,
+    *,
+    agree: Callable[[int, np.ndarray], np.ndarray] | None = None,
+) -> list[list[int]]:
+    """Groups (size >= 2) in which every pair has cosine similarity >= ``threshold``
+    (and, given ``agree``, every pair agrees: ``agree(i, js)`` is a boolean mask over ``js``,
+    asked only about pairs similar enough).
 
     Greedy and deterministic: seeds are taken by neighbour count (desc, then
     index); a group grows by the candidate similar enough to every member with
@@ -28,6 +38,8 @@ def near_duplicate_groups(vectors: np.ndarray, threshold: float, max_groups: int
     if n < 2:
         return []
     neighbours = _neighbours_above(unit, threshold)
+    if agree is not None:
+        neighbours = [nb[agree(i, nb)] if nb.size else nb for i, nb in enumerate(neighbours)]
     degree = np.array([nb.size for nb in neighbours])
     assigned = np.zeros(n, dtype=bool)
     groups: list[list[int]] = []
@@ -48,7 +60,7 @@ def near_duplicate_groups(vectors: np.ndarray, threshold: float, max_groups: int
             keep = np.arange(candidates.size) != best
             candidates, sums = candidates[keep], sums[keep]
             sims = unit[candidates] @ unit[member]
-            ok = sims >= threshold
+            ok = sims >= threshold if agree is None else np.isin(candidates, neighbours[member])
             candidates, sums = candidates[ok], sums[ok] + sims[ok]
         assigned[group] = True
         groups.append(sorted(group))
@@ -88,3 +100,53 @@ def mean_pairwise_similarity(vectors_of_group: np.ndarray) -> float:
         return 1.0
     sims = unit @ unit.T
     return float((sims.sum() - np.trace(sims)) / (m * (m - 1)))
+
+
+def without_outliers(vectors_of_group: np.ndarray, margin: float) -> list[int]:
+    """The positions of a group's members kept once those much less alike the rest than the rest
+    are alike each other are dropped, worst first: a member goes while its mean similarity to the
+    others is more than ``margin`` below the others' mean similarity among themselves (at least
+    three stay to compare; the positions come back ascending)."""
+    unit = unit_rows(as_matrix(vectors_of_group, name="vectors_of_group"))
+    sims = unit @ unit.T
+    kept = list(range(unit.shape[0]))
+    while len(kept) > 3:
+        block = sims[np.ix_(kept, kept)]
+        k = len(kept)
+        row = block.sum(axis=1) - np.diag(block)
+        total = row.sum()
+        mine = row / (k - 1)
+        # the others' pairs: every pair but those touching this member
+        others = (total - 2 * row) / ((k - 1) * (k - 2))
+        gap = mine - others
+        worst = int(np.argmin(gap))
+        if gap[worst] >= -margin:
+            break
+        kept.pop(worst)
+    return kept
+
+
+def split_in_two(vectors_of_group: np.ndarray, gap: float) -> list[list[int]]:
+    """A group that is two groups: average linkage down to two clusters, kept apart (positions of
+    each, ascending) when each has two members or more and the two are less alike each other, on
+    average, than the members of either are among themselves by more than ``gap``; else the one
+    group whole."""
+    unit = unit_rows(as_matrix(vectors_of_group, name="vectors_of_group"))
+    sims = unit @ unit.T
+    clusters = [[i] for i in range(unit.shape[0])]
+    if len(clusters) < 4:
+        return [list(range(len(clusters)))]
+    while len(clusters) > 2:
+        best = max(
+            ((a, b) for a in range(len(clusters)) for b in range(a + 1, len(clusters))),
+            key=lambda ab: (float(sims[np.ix_(clusters[ab[0]], clusters[ab[1]])].mean()), -ab[0], -ab[1]),
+        )
+        clusters[best[0]] = sorted(clusters[best[0]] + clusters[best[1]])
+        del clusters[best[1]]
+    first, second = clusters
+    if min(len(first), len(second)) >= 2:
+        between = float(sims[np.ix_(first, second)].mean())
+        within = min(mean_pairwise_similarity(unit[first]), mean_pairwise_similarity(unit[second]))
+        if within - between > gap:
+            return [first, second]
+    return [list(range(unit.shape[0]))]

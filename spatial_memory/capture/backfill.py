@@ -14,7 +14,10 @@ Where the clients keep transcripts:
   Cursor       ~/.cursor/projects/<project>/agent-transcripts/<session>/<session>.jsonl (older
                builds: <session>.jsonl directly), <project> the workspace path without its leading
                `/` and with `/` written `-`; Anthropic-style entries (`role`, `message.content`
-               blocks) without timestamps (the file's modification time stands in).
+               blocks) without timestamps (the file's modification time stands in); and its chat
+               history in its SQLite stores (~/.config/Cursor/User on Linux, ~/Library/Application
+               Support/Cursor/User on macOS, %APPDATA%\\Cursor\\User on Windows), read-only by
+               cursor_history.py, each chat replayed as a transcript of its messages.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from . import cursor_history
 from . import payloads as p
 from .hook import records_of, selected
 from .namespace import project_namespace, sanitise
@@ -45,6 +49,14 @@ class Transcript:
     path: Path
     session_id: str
     project_dir: str  # the client's name for the project's directory
+    # A chat read from a database (cursor_history): its entries and when it last changed; a
+    # transcript file is read from `path` instead.
+    entries: tuple[dict[str, Any], ...] | None = None
+    modified: float | None = None
+
+    @property
+    def changed(self) -> float:
+        return self.modified if self.modified is not None else self.path.stat().st_mtime
 
 
 def claude_code_dir(project: Path) -> str:
@@ -68,6 +80,12 @@ def transcripts(
         root = home / ".cursor" / "projects"
         found = [(f, f.relative_to(root).parts[0]) for f in root.glob("*/agent-transcripts/**/*.jsonl")]
         wanted = None if project is None else cursor_dir(project)
+        history = [
+            Transcript(
+                client, c.database, c.session_id, cursor_dir(Path(c.folder)) if c.folder else "", c.entries, c.modified
+            )
+            for c in cursor_history.conversations(home)
+        ]
     else:
         raise ValueError(f"unknown client {client!r}; one of {', '.join(p.CLIENTS)}")
     cutoff = since.timestamp() if since is not None else None
@@ -78,7 +96,13 @@ def transcripts(
         and (cutoff is None or path.stat().st_mtime >= cutoff)
         and "subagents" not in path.parts
     ]
-    return sorted(chosen, key=lambda t: (t.path.stat().st_mtime, str(t.path)))
+    if client == p.CURSOR:
+        chosen += [
+            t
+            for t in history
+            if (wanted is None or t.project_dir == wanted) and (cutoff is None or t.changed >= cutoff)
+        ]
+    return sorted(chosen, key=lambda t: (t.changed, str(t.path), t.session_id))
 
 
 def _entries(path: Path) -> Iterator[dict[str, Any]]:
@@ -114,12 +138,12 @@ def replay(
 ) -> list[dict[str, Any]]:
     """The spool records the hooks would have written for this transcript; `routines`: the command
     routines of the transcripts replayed before it (updated)."""
-    entries = list(_entries(transcript.path))
+    entries = list(transcript.entries) if transcript.entries is not None else list(_entries(transcript.path))
     cwd = _workdir(transcript, entries, project)
     if namespace is None:
         namespace = project_namespace(cwd) if cwd else sanitise(transcript.project_dir.split("-")[-1] or "project")
     project_root = cwd or str(Path.home())
-    fallback = datetime.fromtimestamp(transcript.path.stat().st_mtime, timezone.utc).isoformat().replace("+00:00", "Z")
+    fallback = datetime.fromtimestamp(transcript.changed, timezone.utc).isoformat().replace("+00:00", "Z")
     state = _fresh()
     pending: dict[str, tuple[str, dict[str, Any]]] = {}
     records: list[dict[str, Any]] = []

@@ -29,7 +29,7 @@ from .mcp_server import SpatialMemoryMCPServer
 from .prompts import register_prompts
 from .resources import register_resources
 from .skills import SkillsExtension, register_skill_files
-from .subscriptions import ListenBus, register_subscriptions
+from .subscriptions import ListenBus, ResourceWatch, register_subscriptions
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +114,9 @@ def create_server(
     tools = build_tools(settings)
     tool_names = {tool.name for tool in tools}
     bus = ListenBus()
+    # What a subscriber or a session that listed the skills is told of. Made before the server,
+    # which it reads the running App from (assigned below, read only once the server runs).
+    watch = ResourceWatch(lambda: server.app)
     server = SpatialMemoryMCPServer(
         "spatial-memory",
         version=__version__,
@@ -125,11 +128,11 @@ def create_server(
         token_verifier=token_verifier,
         cache_hints=CACHE_HINTS,
         subscriptions=bus,
-        extensions=[SkillsExtension()],
+        extensions=[SkillsExtension(watch)],
     )
     register_resources(server)
     register_skill_files(server)
-    register_subscriptions(server, bus)
+    register_subscriptions(server, bus, watch)
     # A team server's principals hear only of their own requests' records.
     client_log = register_client_logging(server, broadcast=not settings.authorization_configured)
     register_prompts(server, tool_names)

@@ -76,6 +76,7 @@ class SpatialMemoryMCPServer(MCPServer):
     def __init__(self, *args: Any, tools: list[Tool], **kwargs: Any) -> None:
         super().__init__(*args, tools=tools, **kwargs)
         _announce_resource_list_changes(self._lowlevel_server)
+        _advertise_extensions_at_every_version(self._lowlevel_server)
         self._schemas = {tool.name: tool.parameters for tool in tools}
         self._read_only = read_only_names(tools)
 
@@ -152,6 +153,30 @@ def _announce_resource_list_changes(lowlevel: Any) -> None:
         return build(options, *args, **kwargs)
 
     lowlevel.create_initialization_options = create_initialization_options
+
+
+def _advertise_extensions_at_every_version(lowlevel: Any) -> None:
+    """`capabilities.extensions` in every `initialize` answer, not only at 2026-07-28.
+
+    The SDK builds the capabilities with the extensions (the Skills extension: server/skills.py),
+    then sieves the answer through the negotiated version's schema (ServerRunner._serialize ->
+    mcp_types.methods.serialize_server_result): the 2025-11-25 ServerCapabilities model has no
+    `extensions` field and ignores extra ones, so the field is dropped - and the clients of today
+    (which negotiate 2025-11-25) never learn of the skills. Capability objects are open at every
+    version ("not a closed set"), and a client that knows nothing of extensions ignores the
+    field, so it is put back after the sieve, by a middleware around `initialize`."""
+
+    async def restore_extensions(ctx: Any, call_next: Any) -> Any:
+        result = await call_next(ctx)
+        if ctx.method != "initialize" or not lowlevel.extensions or not isinstance(result, dict):
+            return result
+        capabilities = result.get("capabilities")
+        if isinstance(capabilities, dict) and "extensions" not in capabilities:
+            extensions = {key: dict(value) for key, value in lowlevel.extensions.items()}
+            result = {**result, "capabilities": {**capabilities, "extensions": extensions}}
+        return result
+
+    lowlevel.middleware.append(restore_extensions)
 
 
 async def _end_on_signal(scope: anyio.CancelScope) -> None:

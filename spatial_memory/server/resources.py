@@ -25,6 +25,7 @@ from ..errors import (
     SpatialMemoryError,
     ValidationError,
 )
+from ..procedures.skill_file import PREFIX as SKILLS_PREFIX
 from ..tools.calls import in_worker
 from .mcp_server import SpatialMemoryMCPServer
 
@@ -37,6 +38,9 @@ STATS_URI = "memory://stats"
 NAMESPACES_URI = "memory://namespaces"
 RECENT_TEMPLATE = "memory://{namespace}/recent"
 MEMORY_PREFIX = "memory://memory/"
+# The served skills as a whole (their entries: URI, frontmatter, digest), watched for
+# notifications/resources/list_changed (server/skills.py); a skill's file is SKILLS_URI<name>/SKILL.md.
+SKILLS_URI = SKILLS_PREFIX
 
 Reader = Callable[[Any], pydantic.BaseModel]
 
@@ -48,6 +52,8 @@ def reader(uri: str) -> tuple[Reader, str | None] | None:
         return _stats, None
     if uri == NAMESPACES_URI:
         return _namespaces, None
+    if uri == SKILLS_URI:
+        return _skills, None
     if uri.startswith(MEMORY_PREFIX) and "/" not in uri[len(MEMORY_PREFIX) :]:
         return _memory(uri[len(MEMORY_PREFIX) :]), None
     if uri.startswith("memory://") and uri.endswith("/recent"):
@@ -63,6 +69,14 @@ def _stats(app: Any) -> pydantic.BaseModel:
 
 def _namespaces(app: Any) -> pydantic.BaseModel:
     return app.namespaces.namespaces(include_stats=True)
+
+
+class SkillEntries(pydantic.BaseModel):
+    skills: list[dict[str, Any]]
+
+
+def _skills(app: Any) -> pydantic.BaseModel:
+    return SkillEntries(skills=[f.entry() for f in app.procedures.skills()])
 
 
 def _recent(namespace: str) -> Reader:

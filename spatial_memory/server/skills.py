@@ -25,6 +25,7 @@ from ..auth.principal import current_scope
 from ..errors import SpatialMemoryError
 from ..procedures.skill_file import FILE, MIME, PREFIX, name_of_uri
 from ..tools.calls import in_worker
+from .subscriptions import ResourceWatch, watch_skills_listed
 
 EXTENSION_ID = "io.modelcontextprotocol/skills"
 # How long a host may use a listing or an entry before asking again: a procedure's success rate
@@ -67,11 +68,22 @@ async def get_skill(ctx: Any, params: GetSkillParams) -> dict[str, Any]:
 
 
 class SkillsExtension(Extension):
+    """The extension's two methods; a session that lists the skills is watched (`watch`) and told
+    when they change."""
+
     identifier = EXTENSION_ID
+
+    def __init__(self, watch: ResourceWatch) -> None:
+        self._watch = watch
+
+    async def list_skills(self, ctx: Any, params: mcp_types.PaginatedRequestParams) -> dict[str, Any]:
+        result = await list_skills(ctx, params)
+        await watch_skills_listed(self._watch, ctx)
+        return result
 
     def methods(self) -> Sequence[MethodBinding]:
         return (
-            MethodBinding("skills/list", mcp_types.PaginatedRequestParams, list_skills),
+            MethodBinding("skills/list", mcp_types.PaginatedRequestParams, self.list_skills),
             MethodBinding("skills/get", GetSkillParams, get_skill),
         )
 

@@ -28,7 +28,7 @@ import anyio
 import anyio.lowlevel
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
-from mcp.shared.subscriptions import ResourceUpdated, ServerEvent
+from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated, ServerEvent
 from mcp_types import (
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -37,9 +37,10 @@ from mcp_types import (
     SubscriptionsListenRequestParams,
     UnsubscribeRequestParams,
 )
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ..auth.principal import current_scope
-from .resources import read_json, reader
+from .resources import SKILLS_URI, read_json, reader
 
 if TYPE_CHECKING:
     from ..auth.scope import NamespaceScope
@@ -63,10 +64,13 @@ class _Watched:
 
 
 class ResourceWatch:
-    """Watched URIs per principal, their last-read JSON, and who to tell when it changes."""
+    """Watched URIs per principal, their last-read JSON, and who to tell when it changes.
 
-    def __init__(self, server: SpatialMemoryMCPServer) -> None:
-        self._server = server
+    `current_app()` is the running server's App (the watch is made before the server, which the
+    skills' handlers are given it with: server/app.py)."""
+
+    def __init__(self, current_app: Callable[[], Any]) -> None:
+        self._app = current_app
         self._watchers: dict[_Watched, dict[object, Deliver]] = {}
         self._seen: dict[_Watched, str | None] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -81,7 +85,16 @@ class ResourceWatch:
         first = watched not in self._watchers
         self._watchers.setdefault(watched, {})[owner] = deliver
         if first and reader(uri) is not None:  # a URI that is not ours never changes
-            self._seen[watched] = await anyio.to_thread.run_sync(read_json, self._server.app, uri, scope)
+            self._seen[watched] = await anyio.to_thread.run_sync(read_json, self._app(), uri, scope)
+
+    async def add_for_connection(
+        self, uri: str, scope: NamespaceScope | None, connection: Any, deliver: Deliver
+    ) -> None:
+        """`add`, until the connection ends."""
+        if not connection.state.get("spatial_memory.watching"):
+            connection.state["spatial_memory.watching"] = True
+            connection.exit_stack.callback(self.remove_owner, connection)
+        await self.add(uri, scope, connection, deliver)
 
     def remove(self, uri: str, scope: NamespaceScope | None, owner: object) -> None:
         watched = _Watched(uri, scope)
@@ -102,7 +115,7 @@ class ResourceWatch:
     def _attach(self) -> None:
         if self._loop is None:
             self._loop = asyncio.get_running_loop()
-            self._stop_listening = self._server.app.resources.changes.listen(self._committed)
+            self._stop_listening = self._app().resources.changes.listen(self._committed)
 
     def _committed(self) -> None:
         """A commit landed (any thread): check the watched URIs soon, on the event loop."""
@@ -126,7 +139,7 @@ class ResourceWatch:
     async def _check(self) -> None:
         await asyncio.sleep(CHECK_DELAY_SECONDS)
         self._check_pending = False  # a commit during the reads below checks again
-        app = self._server.app
+        app = self._app()
         for watched in list(self._watchers):
             if reader(watched.uri) is None:
                 continue
@@ -172,9 +185,15 @@ class ListenBus:
         return unsubscribe
 
     async def deliver(self, stream: object, uri: str) -> None:
+        await self._deliver(stream, ResourceUpdated(uri=uri))
+
+    async def deliver_list_changed(self, stream: object, _uri: str) -> None:
+        await self._deliver(stream, ResourcesListChanged())
+
+    async def _deliver(self, stream: object, event: ServerEvent) -> None:
         for owner, listener in list(self._listeners.values()):
             if owner is stream:
-                _call(listener, ResourceUpdated(uri=uri))
+                _call(listener, event)
         await anyio.lowlevel.checkpoint()
 
 
@@ -195,8 +214,25 @@ async def _updated(connection: Any, uri: str) -> None:
     await connection.outbound.notify("notifications/resources/updated", {"uri": uri})
 
 
-def register_subscriptions(server: SpatialMemoryMCPServer, bus: ListenBus) -> ResourceWatch:
-    watch = ResourceWatch(server)
+async def _list_changed(connection: Any, _uri: str) -> None:
+    await connection.outbound.notify("notifications/resources/list_changed", None)
+
+
+async def watch_skills_listed(watch: ResourceWatch, ctx: ServerRequestContext[Any, Any]) -> None:
+    """The session that just listed the skills is sent notifications/resources/list_changed whenever
+    the skills its principal is served change - whatever changed them (a tool, capture confirming a
+    procedure in the background, backfill, an import: every commit is checked). A 2026-07-28 client
+    hears of it on a subscriptions/listen stream asking for resourcesListChanged instead (`listen`
+    below); stateless HTTP has no channel to tell it on."""
+    connection = _connection(ctx)
+    if connection.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        return
+    if ctx.request is not None and connection.session_id is None:
+        return
+    await watch.add_for_connection(SKILLS_URI, current_scope(), connection, partial(_list_changed, connection))
+
+
+def register_subscriptions(server: SpatialMemoryMCPServer, bus: ListenBus, watch: ResourceWatch) -> None:
     lowlevel = server._lowlevel_server  # noqa: SLF001 - handlers MCPServer has no decorator for
 
     async def subscribe(ctx: ServerRequestContext[Any, Any], params: SubscribeRequestParams) -> EmptyResult:
@@ -207,10 +243,7 @@ def register_subscriptions(server: SpatialMemoryMCPServer, bus: ListenBus) -> Re
         found = reader(params.uri)
         if scope is not None and found is not None and found[1] is not None and not scope.can_read(found[1]):
             raise MCPError(INVALID_PARAMS, f"PermissionDeniedError: namespace '{found[1]}' is not available")
-        if not connection.state.get("spatial_memory.watching"):
-            connection.state["spatial_memory.watching"] = True
-            connection.exit_stack.callback(watch.remove_owner, connection)
-        await watch.add(params.uri, scope, connection, partial(_updated, connection))
+        await watch.add_for_connection(params.uri, scope, connection, partial(_updated, connection))
         return EmptyResult()
 
     async def unsubscribe(ctx: ServerRequestContext[Any, Any], params: UnsubscribeRequestParams) -> EmptyResult:
@@ -228,6 +261,8 @@ def register_subscriptions(server: SpatialMemoryMCPServer, bus: ListenBus) -> Re
             scope = current_scope()
             for uri in params.notifications.resource_subscriptions or ():
                 await watch.add(uri, scope, stream, partial(bus.deliver, stream))
+            if params.notifications.resources_list_changed:  # the skills served (server/skills.py)
+                await watch.add(SKILLS_URI, scope, stream, partial(bus.deliver_list_changed, stream))
             reset = _LISTEN_STREAM.set(stream)
             try:
                 return await sdk_listen.handler(ctx, params)
@@ -236,4 +271,3 @@ def register_subscriptions(server: SpatialMemoryMCPServer, bus: ListenBus) -> Re
                 watch.remove_owner(stream)
 
         lowlevel.add_request_handler("subscriptions/listen", SubscriptionsListenRequestParams, listen)
-    return watch

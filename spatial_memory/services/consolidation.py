@@ -78,10 +78,8 @@ class ConsolidationService(Service):
         check.one_of("strategy", strategy, STRATEGIES)
         if isinstance(max_groups, bool) or not isinstance(max_groups, int) or not 1 <= max_groups <= 100:
             raise ValidationError("max_groups must be an integer from 1 to 100")
-        if strategy == "distill":
-            return distill(
-                self._r, namespace, similarity_threshold, dry_run=dry_run, max_groups=max_groups, provenance=provenance
-            )
+        if strategy == "distill":  # its own measured rule for restatements, not similarity_threshold
+            return distill(self._r, namespace, dry_run=dry_run, max_groups=max_groups, provenance=provenance)
         now = as_utc(now or self._r.clock())
         store = self._r.store()
         self.require_namespace(store, namespace)

@@ -1,8 +1,14 @@
-"""consolidate(strategy="distill"): groups of similar episodes become one semantic memory.
+"""consolidate(strategy="distill"): groups of episodes that say the same thing become one semantic
+memory.
 
 Episodes are conversation turns and captures (memory type `conversation`, or any memory placed in
-a session). A group is at least MIN_EPISODES of them, every two at least as similar as the
-threshold, none using a word opposite to another's. Its semantic memory is extractive: the most
+a session). A group is at least MIN_EPISODES restatements (`restatement_groups`): every two at
+least RESTATEMENT_SIMILARITY alike (MiniLM cosine) and making the same claim (text/claims.py: the
+same numbers, days, names, negation...), less any member much less alike the rest than the rest
+are alike each other (OUTLIER_MARGIN: one on the same topic saying something else). The rule and
+its two figures were tuned and scored, out of sample, on the labelled restatements of
+tests/fixtures/restatements.json (`python -m benchmarks.restatements`; docs/BENCHMARKS.md).
+Its semantic memory is extractive: the most
 central statement of the group - among the statements that claim no specific (number, date, unit,
 environment, negation) the others do not all share, when there is one - with the specifics all
 of them agree on. Its provenance names every episode, and a `derived_from` relation links it to
@@ -18,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..algorithms.grouping import mean_pairwise_similarity, near_duplicate_groups
+from ..algorithms.grouping import mean_pairwise_similarity, near_duplicate_groups, split_in_two, without_outliers
 from ..runtime.resources import Resources
 from ..storage.filters import build_filter
 from ..storage.records import MemoryRecord, Provenance, new_id
@@ -26,6 +32,9 @@ from ..storage.relations import Relation
 from .results import ConsolidateResult, ConsolidationGroup
 
 MIN_EPISODES = 3
+RESTATEMENT_SIMILARITY = 0.6
+OUTLIER_MARGIN = 0.08
+SPLIT_GAP = 0.1
 RELATION = "derived_from"
 TAG = "distilled"
 DISTILLED_FROM_KEY = "distilled_from"
@@ -41,16 +50,11 @@ def is_episode(record: MemoryRecord) -> bool:
 def distill(
     resources: Resources,
     namespace: str,
-    threshold: float,
     *,
     dry_run: bool,
     max_groups: int,
     provenance: Provenance | None,
 ) -> ConsolidateResult:
-    # Not at the top: text/details.py reads text/extraction.py, whose rule table takes ~40 ms to
-    # compile: paid by the first distill, not by every server's start.
-    from ..text.details import split_opposed
-
     store = resources.store()
     with nullcontext() if dry_run else store.exclusive():
         records = store.scan(build_filter(namespace=namespace), with_vectors=True)
@@ -60,9 +64,7 @@ def distill(
         groups: list[list[int]] = []
         if len(episodes) >= MIN_EPISODES:
             vectors = np.stack([np.asarray(r.vector, dtype=np.float32) for r in episodes])
-            for group in near_duplicate_groups(vectors, threshold):
-                parts = split_opposed([episodes[i].content for i in group], MIN_EPISODES)
-                groups.extend([group[i] for i in part] for part in parts)
+            groups = restatement_groups([r.content for r in episodes], vectors)
         groups.sort(key=lambda g: (-len(g), g[0]))
         fresh = [g for g in groups if not any({episodes[i].id for i in g} <= ids for ids in done)]
         now = resources.clock()
@@ -98,6 +100,37 @@ def distill(
         groups=out,
         dry_run=dry_run,
     )
+
+
+def restatement_groups(
+    texts: list[str],
+    vectors: np.ndarray,
+    *,
+    similarity: float = RESTATEMENT_SIMILARITY,
+    margin: float = OUTLIER_MARGIN,
+    gap: float = SPLIT_GAP,
+) -> list[list[int]]:
+    """Groups (indexes, at least MIN_EPISODES) of texts that say the same thing: every two at least
+    `similarity` alike and claiming the same (text/claims.py); a group that is two (each part more
+    alike within than between by over `gap`: two claims about one person or thing) split in two;
+    then without members more than `margin` less alike the rest than the rest are alike each other."""
+    # Not at the top: text/details.py reads text/extraction.py, whose rule table takes ~40 ms to
+    # compile: paid by the first distill, not by every server's start.
+    from ..text.claims import claims, disagreement
+
+    said = claims(texts)
+
+    def agree(i: int, others: np.ndarray) -> np.ndarray:
+        return np.array([disagreement(said[i], said[j]) is None for j in others.tolist()], dtype=bool)
+
+    groups = []
+    for whole in near_duplicate_groups(vectors, similarity, agree=agree):
+        for part in split_in_two(vectors[whole], gap) if len(whole) >= MIN_EPISODES else []:
+            group = [whole[k] for k in part]
+            kept = [group[k] for k in without_outliers(vectors[group], margin)]
+            if len(kept) >= MIN_EPISODES:
+                groups.append(kept)
+    return groups
 
 
 def _plan(

@@ -45,7 +45,7 @@ async def build_skill(
     execute_skill."""
     steps = [Step(s.action, s.tool, s.parameters, s.result) for s in trajectory]
     origin = provenance(ctx, "build_skill")
-    return await _skills_changed(
+    return await call(
         ctx,
         lambda app: app.procedures.build_skill(
             steps,
@@ -88,7 +88,7 @@ async def execute_skill(
 ) -> Annotated[CallToolResult, ExecuteSkillResult]:
     """Record a run of a procedure; failures become pitfalls. Returns its success_rate and executions."""
     origin = provenance(ctx, "execute_skill")
-    return await _skills_changed(
+    return await call(
         ctx,
         lambda app: app.procedures.execute_skill(
             procedure_id, success=success, error=error, failed_step=failed_step, context=context, provenance=origin
@@ -102,21 +102,7 @@ async def deprecate_skill(
 ) -> Annotated[CallToolResult, DeprecateSkillResult]:
     """Retire a procedure: kept in history, hidden from how_to and skills."""
     origin = provenance(ctx, "deprecate_skill")
-    return await _skills_changed(
-        ctx, lambda app: app.procedures.deprecate_skill(procedure_id, reason=reason, provenance=origin)
-    )
-
-
-async def _skills_changed(ctx: Context, fn: Any) -> CallToolResult:
-    """`call`, then (when it changed a procedure) notifications/resources/list_changed: the skills
-    served (server/skills.py) and their digests changed."""
-    result = await call(ctx, fn)
-    if not result.is_error:
-        try:
-            await ctx.session.send_resource_list_changed()
-        except Exception:  # noqa: BLE001 - a notification is best effort; the change is stored
-            pass
-    return result
+    return await call(ctx, lambda app: app.procedures.deprecate_skill(procedure_id, reason=reason, provenance=origin))
 
 
 TOOLS = (build_skill, how_to, execute_skill, deprecate_skill)

@@ -22,6 +22,9 @@
 //   {"ping": true}
 //   {"subscribe": "<uri>"}  resources/subscribe (2025 era); {"listen": ["<uri>", ...]} subscriptions/listen (2026)
 //   {"updates": true, "waitMs"?: n}  the resource URIs updated so far (after waiting), then forgets them
+//   {"listen": [...], "resourcesListChanged": true}  the listen stream also asks for resources/list_changed
+//   {"listChanged": true, "waitMs"?: n}  how many notifications/resources/list_changed arrived so far,
+//                                      waiting up to waitMs for the first one; then forgets them
 //   {"skills": "list"}                 (header "sdk": "2") the 2.x SkillsClient's list(): the valid
 //                                      entries, refused ones, ttlMs, cacheScope
 //   {"skills": "get", "uri": "..."}    SkillsClient.get(uri)
@@ -63,6 +66,8 @@ async function loadSdk(version) {
       callTool: (client, params, options) => client.callTool(params, options),
       onElicit: (client, handler) => client.setRequestHandler("elicitation/create", handler),
       onUpdated: (client, handler) => client.setNotificationHandler("notifications/resources/updated", handler),
+      onListChanged: (client, handler) =>
+        client.setNotificationHandler("notifications/resources/list_changed", handler),
       outputValidated: () => null, // 2.x keeps its validators private
     };
   }
@@ -77,6 +82,8 @@ async function loadSdk(version) {
     callTool: (client, params, options) => client.callTool(params, undefined, options),
     onElicit: (client, handler) => client.setRequestHandler(types.ElicitRequestSchema, handler),
     onUpdated: (client, handler) => client.setNotificationHandler(types.ResourceUpdatedNotificationSchema, handler),
+    onListChanged: (client, handler) =>
+      client.setNotificationHandler(types.ResourceListChangedNotificationSchema, handler),
     outputValidated: (client, name) => Boolean(client.getToolOutputValidator(name)),
   };
 }
@@ -216,8 +223,15 @@ async function runStep(session, step, outputs, defaultTimeout) {
   } else if (resolved.subscribe !== undefined) {
     result = await client.subscribeResource({ uri: resolved.subscribe }, options);
   } else if (resolved.listen !== undefined) {
-    session.subscriptions.push(await client.listen({ resourceSubscriptions: resolved.listen }, options));
+    const filter = { resourceSubscriptions: resolved.listen };
+    if (resolved.resourcesListChanged) filter.resourcesListChanged = true;
+    session.subscriptions.push(await client.listen(filter, options));
     result = {};
+  } else if (resolved.listChanged !== undefined) {
+    const until = Date.now() + (resolved.waitMs ?? 0);
+    while (session.listChanged === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    result = { count: session.listChanged };
+    session.listChanged = 0;
   } else if (resolved.updates !== undefined) {
     await new Promise((resolve) => setTimeout(resolve, resolved.waitMs ?? 0));
     result = { uris: session.updated.splice(0) };
@@ -244,7 +258,7 @@ async function connect(header) {
   if (header.mode === "auto") options.versionNegotiation = { mode: "auto" };
   else if (header.mode) options.versionNegotiation = { mode: { pin: header.mode } };
   const client = new sdk.Client({ name: "spatial-memory-interop-test", version: "1.0.0" }, options);
-  const session = { client, sdk, elicited: [], updated: [], subscriptions: [] };
+  const session = { client, sdk, elicited: [], updated: [], subscriptions: [], listChanged: 0 };
   if (sdk.SkillsClient) session.skills = new sdk.SkillsClient(client);
   if (header.elicitation) {
     sdk.onElicit(client, async (request) => {
@@ -254,6 +268,9 @@ async function connect(header) {
   }
   sdk.onUpdated(client, async (notification) => {
     session.updated.push(notification.params.uri);
+  });
+  sdk.onListChanged(client, async () => {
+    session.listChanged += 1;
   });
   await client.connect(transport, { timeout: header.timeoutMs ?? DEFAULT_TIMEOUT_MS });
   const tools = await allPages((p) => client.listTools(p), "tools");
