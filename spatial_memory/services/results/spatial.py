@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import BaseModel, Field
 
 from .memories import MemoryItem
+from .visibility import FOR_PROGRAMS
 
 
 class PathMemory(BaseModel):
@@ -50,7 +53,7 @@ class WanderResult(BaseModel):
 class ClusterSample(BaseModel):
     id: str
     content: str
-    similarity: float = Field(description="Cosine similarity to the cluster centroid.")
+    similarity: Annotated[float, FOR_PROGRAMS] = Field(description="Cosine similarity to the cluster centroid.")
 
 
 class Cluster(BaseModel):
