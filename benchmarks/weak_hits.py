@@ -89,26 +89,12 @@ def collect(root: Path) -> tuple[dict[str, list[tuple[int, list[float], list[boo
     from spatial_memory.embeddings import EmbeddingRouter
     from spatial_memory.runtime.resources import Resources
     from spatial_memory.server.app import App
-    from spatial_memory.storage.records import Conversation, NewMemory
 
     conversations = locomo.load()
     embedder = CachedEmbedder(EmbeddingRouter(cache_dir=root / "models"))
     resources = Resources(Settings(path=root / "store", preload=False), embedder)
     app = App(resources)
-    dia_of: dict[str, str] = {}
-    for conv in conversations:
-        items = [
-            NewMemory(
-                t.text,
-                namespace=conv.sample_id,
-                metadata={"dia_id": t.dia_id},
-                conversation=Conversation(t.session_id, t.sequence, t.speaker, locomo_time(t.occurred_at)),
-            )
-            for t in conv.turns
-        ]
-        records = app.memory.build_records(items)
-        app.memory.store_records(records)
-        dia_of.update({r.id: r.metadata["dia_id"] for r in records})
+    dia_of = locomo.store_turns(app, conversations)
     resources.store().compact()
     answered: dict[str, list[tuple[int, list[float], list[bool]]]] = {}
     unanswered: dict[str, list[list[float]]] = {}
@@ -126,12 +112,6 @@ def collect(root: Path) -> tuple[dict[str, list[tuple[int, list[float], list[boo
         ]
     resources.upkeep.stop()
     return answered, unanswered
-
-
-def locomo_time(text: str):
-    from datetime import datetime
-
-    return datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
 
 
 def locomo_scores(questions: list[tuple[int, list[float], list[bool]]], rule: WeakRule | None) -> dict[str, float]:

@@ -53,6 +53,34 @@ class Turn:
         return item
 
 
+def store_turns(app, conversations: Sequence[Conversation]) -> dict[str, str]:
+    """Every turn of these conversations stored in `app` (server/app.py's App) as one memory, with
+    its conversation structure, in a namespace per conversation; returns memory id -> dia_id."""
+    from ..storage.records import Conversation as Structure  # the store's records: only when storing
+    from ..storage.records import NewMemory
+
+    dia_of: dict[str, str] = {}
+    for conv in conversations:
+        items = [
+            NewMemory(
+                t.text,
+                namespace=conv.sample_id,
+                metadata={"dia_id": t.dia_id},
+                conversation=Structure(
+                    session_id=t.session_id,
+                    sequence=t.sequence,
+                    speaker=t.speaker,
+                    occurred_at=datetime.fromisoformat(t.occurred_at.replace("Z", "+00:00")) if t.occurred_at else None,
+                ),
+            )
+            for t in conv.turns
+        ]
+        records = app.memory.build_records(items)
+        app.memory.store_records(records)
+        dia_of.update({r.id: r.metadata["dia_id"] for r in records})
+    return dia_of
+
+
 def session_time(text: str) -> str:
     """LoCoMo's session date_time ("1:56 pm on 8 May, 2023") as ISO 8601 ("2023-05-08T13:56:00Z")."""
     return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").strftime("%Y-%m-%dT%H:%M:00Z")
