@@ -17,6 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ..storage.records import Conversation as Structure
+from ..storage.records import NewMemory
+
 EVAL_DIR_VARIABLE = "SPATIAL_MEMORY_EVAL_DIR"
 CHECKOUT = Path(__file__).resolve().parents[2]
 
@@ -56,9 +59,6 @@ class Turn:
 def store_turns(app, conversations: Sequence[Conversation]) -> dict[str, str]:
     """Every turn of these conversations stored in `app` (server/app.py's App) as one memory, with
     its conversation structure, in a namespace per conversation; returns memory id -> dia_id."""
-    from ..storage.records import Conversation as Structure  # the store's records: only when storing
-    from ..storage.records import NewMemory
-
     dia_of: dict[str, str] = {}
     for conv in conversations:
         items = [
