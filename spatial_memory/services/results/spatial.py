@@ -62,7 +62,7 @@ class Cluster(BaseModel):
     keywords: list[str]
     representative_memory: ClusterSample
     sample_memories: list[ClusterSample]
-    coherence: float
+    coherence: Annotated[float, FOR_PROGRAMS]
     member_ids: list[str] | None = Field(None, description="Every member's id (only with include_members).")
 
 
