@@ -47,7 +47,6 @@ def main() -> None:
     from spatial_memory.runtime.resources import Resources
     from spatial_memory.services.expansion import EXPANSION, expand
     from spatial_memory.storage.filters import build_filter
-    from spatial_memory.storage.records import Conversation, NewMemory
 
     conversations = locomo.load(args.path)
     root = Path(tempfile.mkdtemp(prefix="sm-expand-"))
@@ -55,25 +54,7 @@ def main() -> None:
     resources = Resources(Settings(path=root / "store", preload=False), embedder)
     app = App(resources)
     started = time.perf_counter()
-    dia_of: dict[str, str] = {}
-    for conv in conversations:
-        items = [
-            NewMemory(
-                t.text,
-                namespace=conv.sample_id,
-                metadata={"dia_id": t.dia_id},
-                conversation=Conversation(
-                    session_id=t.session_id,
-                    sequence=t.sequence,
-                    speaker=t.speaker,
-                    occurred_at=locomo_time(t.occurred_at),
-                ),
-            )
-            for t in conv.turns
-        ]
-        records = app.memory.build_records(items)
-        app.memory.store_records(records)
-        dia_of.update({r.id: r.metadata["dia_id"] for r in records})
+    dia_of = locomo.store_turns(app, conversations)
     resources.store().compact()
     print(f"stored {len(dia_of)} turns in {time.perf_counter() - started:.1f} s", flush=True)
 
@@ -156,12 +137,6 @@ def main() -> None:
                 n = len(next(scores[c] for c in scores if locomo.CATEGORIES[c] == name))
             print(f"{e:>6} {name:<16} {n:>4} {row[0]:>7.4f} {row[1]:>9.4f} {row[2]:>8.4f} {row[3]:>7.4f}")
     resources.upkeep.stop()
-
-
-def locomo_time(text: str):
-    from datetime import datetime
-
-    return datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
 
 
 if __name__ == "__main__":

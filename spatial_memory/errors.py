@@ -118,3 +118,7 @@ class ResultTooLargeError(SpatialMemoryError):
 class PermissionDeniedError(SpatialMemoryError):
     """The authenticated principal may not use this namespace (team server); the message lists the
     namespaces it may use. Memories of other principals are never named: they are not found."""
+
+
+class AmbiguousIdError(ValidationError):
+    """A short id (the start of a memory id, as results show ids) that begins more than one memory's id."""

@@ -30,6 +30,9 @@ SETTING_LIMITS = (MAX_CONTENT, MAX_BATCH, MAX_TAGS, MAX_TAG_CHARS, MAX_NAMESPACE
 MAX_RESULTS = 100  # `limit` of every search
 MAX_QUERY_CHARS = 10_000
 MAX_ID_CHARS = 64
+# A memory id as results show it to the model: its first characters (tools accept them back).
+SHORT_ID_CHARS = 8
+MIN_ID_PREFIX_CHARS = 4  # the shortest prefix a tool resolves to a full id
 MAX_LABEL_CHARS = 256  # session_id, speaker
 MAX_PATH_CHARS = 4_096
 MAX_MAP_MEMORIES = 10_000  # visualize

@@ -19,7 +19,7 @@ import pytest
 from .http_server import HttpServer
 from .interop.node import TsClient, node_tools
 from .reliability import new_store, stdio_params
-from .test_interop_typescript import NS, every_tool_steps, exchange_env, seed_memories, server_spec
+from .test_interop_typescript import NS, every_tool_steps, exchange_env, lean_text, seed_memories, server_spec
 from .test_team_server import substitute
 
 
@@ -35,7 +35,7 @@ def ok(answer: dict[str, Any]) -> dict[str, Any]:
     assert answer["ok"], f"the TypeScript client threw on {label}: {answer.get('error')}"
     result = answer["result"]
     assert not result.get("isError"), f"{label} failed: {result.get('content')}"
-    assert json.loads(result["content"][0]["text"]) == result["structuredContent"]
+    assert json.loads(result["content"][0]["text"]) == lean_text(answer["step"]["call"], result["structuredContent"])
     return result["structuredContent"]
 
 

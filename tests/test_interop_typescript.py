@@ -19,9 +19,22 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args, get_type_hints
 
 import pytest
+
+from spatial_memory.tools import (
+    capture,
+    connections,
+    lifecycle,
+    memory,
+    namespaces,
+    portability,
+    procedures,
+    search,
+    spatial,
+)
+from spatial_memory.tools.lean import lean
 
 from .interop.node import NodeTools, TsClient, node_tools, run_scenario
 from .reliability import new_store, server_args, server_env
@@ -102,6 +115,14 @@ def exchange_env(directory: Path) -> dict[str, str]:
     }
 
 
+# Each tool's result model (its return annotation): the lean text is computed from it.
+RESULT_MODELS = {
+    fn.__name__: get_args(get_type_hints(fn, include_extras=True)["return"])[1]
+    for area in (memory, search, spatial, lifecycle, namespaces, portability, connections, capture, procedures)
+    for fn in area.TOOLS
+}
+
+
 def text_json(result: dict[str, Any]) -> Any:
     content = result.get("content") or []
     assert content and content[0].get("type") == "text", result
@@ -120,8 +141,14 @@ def succeeded(answer: dict[str, Any]) -> dict[str, Any]:
     assert answer["outputSchemaValidated"], f"{label}: the client had no output schema to validate against"
     data = result.get("structuredContent")
     assert isinstance(data, dict), f"{label}: no structuredContent: {result}"
-    assert text_json(result) == data, f"{label}: the text block differs from structuredContent"
+    tool = answer["step"]["call"]
+    assert text_json(result) == lean_text(tool, data), f"{label}: the text is not the lean form of structuredContent"
     return data
+
+
+def lean_text(tool: str, data: dict[str, Any]) -> Any:
+    """What the text block holds: the lean form (spatial_memory/tools/lean.py) of the whole result."""
+    return lean(RESULT_MODELS[tool].model_validate(data))
 
 
 def typed_error(answer: dict[str, Any], error_type: str, *mentions: str) -> str:
@@ -684,7 +711,7 @@ def test_inspector_cli_lists_and_calls_tools(node, tmp_path):
     assert not result.get("isError"), result
     assert UUID_RE.match(result["structuredContent"]["id"]), result
     assert result["structuredContent"]["content"] == arguments["content"]
-    assert text_json(result) == result["structuredContent"]
+    assert text_json(result) == lean_text("remember", result["structuredContent"])
 
     status, failed, stderr = inspector(
         node,

@@ -6,8 +6,6 @@ tests/test_interop_typescript.py.)"""
 
 from __future__ import annotations
 
-import json
-
 import anyio
 import pytest
 from mcp import Client
@@ -82,7 +80,7 @@ async def test_long_calls_report_done_of_total(tmp_path):
             "import_memories", {**arguments, "regenerate_embeddings": True}, progress_callback=imported
         )
         assert not result.is_error, result.content[0].text
-        count = json.loads(result.content[0].text)["memories_imported"]
+        count = result.structured_content["memories_imported"]
         imported.check_growing()
         assert imported.seen and {t for _, t, _ in imported.seen} == {float(count)} and imported.seen[-1][0] == count
 
@@ -102,7 +100,7 @@ async def test_a_cancelled_batch_writes_nothing_and_the_server_goes_on(tmp_path)
         assert scope.cancelled_caught and seen.seen and seen.seen[0][0] < 1000
         await anyio.sleep(3)  # the worker stops at its next batch; its commit would be refused
         listed = await client.call_tool("namespaces", {})
-        names = {n["name"] for n in json.loads(listed.content[0].text)["namespaces"]}
+        names = {n["name"] for n in listed.structured_content["namespaces"]}
         assert names == {"warm"}, names
         again = await client.call_tool("remember_batch", {"memories": items(3)})
-        assert not again.is_error and json.loads(again.content[0].text)["count"] == 3
+        assert not again.is_error and again.structured_content["count"] == 3

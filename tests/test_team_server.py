@@ -181,7 +181,8 @@ async def session(team: Team, token: str | None):
 
 
 def body(result) -> dict[str, Any]:
-    return json.loads(result.content[0].text)
+    """The whole result (structured content), or an error's typed body (its text)."""
+    return result.structured_content if result.structured_content is not None else json.loads(result.content[0].text)
 
 
 def _lookup(outputs: list[dict[str, Any]], reference: str) -> Any:

@@ -17,6 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ..storage.records import Conversation as Structure
+from ..storage.records import NewMemory
+
 EVAL_DIR_VARIABLE = "SPATIAL_MEMORY_EVAL_DIR"
 CHECKOUT = Path(__file__).resolve().parents[2]
 
@@ -51,6 +54,31 @@ class Turn:
                 session_id=self.session_id, sequence=self.sequence, speaker=self.speaker, occurred_at=self.occurred_at
             )
         return item
+
+
+def store_turns(app, conversations: Sequence[Conversation]) -> dict[str, str]:
+    """Every turn of these conversations stored in `app` (server/app.py's App) as one memory, with
+    its conversation structure, in a namespace per conversation; returns memory id -> dia_id."""
+    dia_of: dict[str, str] = {}
+    for conv in conversations:
+        items = [
+            NewMemory(
+                t.text,
+                namespace=conv.sample_id,
+                metadata={"dia_id": t.dia_id},
+                conversation=Structure(
+                    session_id=t.session_id,
+                    sequence=t.sequence,
+                    speaker=t.speaker,
+                    occurred_at=datetime.fromisoformat(t.occurred_at.replace("Z", "+00:00")) if t.occurred_at else None,
+                ),
+            )
+            for t in conv.turns
+        ]
+        records = app.memory.build_records(items)
+        app.memory.store_records(records)
+        dia_of.update({r.id: r.metadata["dia_id"] for r in records})
+    return dia_of
 
 
 def session_time(text: str) -> str:

@@ -67,6 +67,11 @@ def instructions(tool_names: Collection[str]) -> str:
             listed = [", ".join(listed[:-1]), listed[-1]]
         if listed:
             sentences.append(template.format(" and ".join(listed)))
+    # The lean text of results (tools/lean.py), said once here rather than in every result.
+    sentences.append(
+        "Results leave out fields at their defaults (namespace default, importance 0.5, false, empty) and"
+        " show ids short: send them back as shown. A hit marked weak is likely not relevant."
+    )
     sentences.append("Namespaces separate projects.")
     return " ".join(sentences)
 

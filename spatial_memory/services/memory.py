@@ -3,6 +3,8 @@ the memories they supersede), forget, forget_batch, one memory, the newest."""
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Unpack
@@ -11,6 +13,7 @@ import numpy as np
 
 from .. import validation as check
 from ..errors import (
+    AmbiguousIdError,
     MemoryNotFoundError,
     ValidationError,
 )
@@ -204,6 +207,24 @@ class MemoryService(Service):
                 f"cannot supersede {', '.join(m[:64] for m in missing[:5])}: no current memory has that id "
                 "(already superseded, expired or forgotten?). Use recall or get_memories to find current ids."
             )
+        return found
+
+    def full_ids(self, short: Sequence[str]) -> dict[str, str]:
+        """Each short id (the start of a memory's id, as tool results show ids) that begins exactly
+        one memory's id, mapped to that id; one that begins none is left out (the tool then reports
+        it unknown), one that begins several is an AmbiguousIdError listing them."""
+        ids = sorted(self._r.store().scan_arrow(["id"]).column("id").to_pylist())
+        found: dict[str, str] = {}
+        for prefix in dict.fromkeys(short):
+            start = bisect.bisect_left(ids, prefix)
+            matches = list(itertools.takewhile(lambda i, p=prefix: i.startswith(p), ids[start:]))
+            if prefix in matches or len(matches) == 1:
+                found[prefix] = prefix if prefix in matches else matches[0]
+            elif matches:
+                shown = ", ".join(matches[:5]) + (" ..." if len(matches) > 5 else "")
+                raise AmbiguousIdError(
+                    f"The id '{prefix}' begins {len(matches)} memories' ids ({shown}): send more of it or the whole id."
+                )
         return found
 
     def forget(self, memory_id: str | None = None, **where: Unpack[Scope]) -> ForgetResult:

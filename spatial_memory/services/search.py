@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -13,6 +14,7 @@ import numpy as np
 
 from .. import validation as check
 from ..algorithms.ranking import DEFAULT_PARAMS, CandidateArrays, TextFeatures, query_features, rank
+from ..algorithms.relevance import WEAK_RULE, WeakRule, weak_hits
 from ..errors import MemoryNotFoundError, ValidationError
 from ..limits import MAX_CONTEXT, MAX_EXPAND
 from ..storage.candidates import Candidates
@@ -225,6 +227,7 @@ class SearchService(Service):
         # The best few hits were recalled together: their co-recall links grow (co_recall.py).
         self._r.upkeep.record_co_recall(h.record.id for h in hits[:CO_RECALL_TOP])
         items = [MemoryItem.of(h) for h in shown]
+        mark_weak(items[len(firsts) :], [h.similarity for h in hits])  # pinned ones are not hits
         if context:
             self._attach_context(items, [h.record for h in shown], context, namespace)
         expanded = None
@@ -286,10 +289,18 @@ class SearchService(Service):
             )
             for h in hits
         ]
+        mark_weak(items, [h.similarity for h in hits])
         search_type = "vector" if alpha >= 1.0 else "keyword" if alpha <= 0.0 else "hybrid"
         return HybridRecallResult(
             query=query, alpha=float(alpha), memories=items, total=len(items), search_type=search_type
         )
+
+
+def mark_weak(items: Sequence[MemoryItem], similarities: Sequence[float], rule: WeakRule = WEAK_RULE) -> None:
+    """Mark the hits where relevance has ended (algorithms/relevance.py): a step after ranking,
+    the order left as it is."""
+    for item, weak in zip(items, weak_hits(similarities, rule), strict=True):
+        item.weak = weak
 
 
 def _rank(

@@ -1,6 +1,8 @@
 """Running a tool: its service call off the event loop, and every outcome as a CallToolResult.
 
-A success carries the typed result as structured content plus the same JSON as text. Errors
+A success carries the typed result as structured content (the output schema, whole) and its lean
+form as text, what clients hand the model (tools/lean.py): short ids, which every tool taking an
+id accepts back (`full_ids`, before the tool runs). Errors
 are turned into results here and only here: a SpatialMemoryError becomes an isError result
 whose text is its typed `{"error", "message", "isError"}` body; anything unexpected becomes
 InternalError with a short reference id, its traceback going to stderr only.
@@ -13,7 +15,7 @@ import logging
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
@@ -27,6 +29,7 @@ from ..runtime.imports import import_heavy_modules
 from ..storage.records import Provenance
 from ..transport.cancellation import request_scope
 from ..transport.progress import Progress, Reported, progress_scope
+from .lean import is_short_id, lean
 
 if TYPE_CHECKING:
     from ..runtime.resources import Resources
@@ -93,8 +96,9 @@ def _json(data: dict[str, Any]) -> str:
 
 
 def success(result: pydantic.BaseModel) -> CallToolResult:
+    """The whole result as structured content, its lean form (tools/lean.py) as the text."""
     data = result.model_dump(mode="json")
-    return CallToolResult(content=[TextContent(type="text", text=_json(data))], structured_content=data)
+    return CallToolResult(content=[TextContent(type="text", text=_json(lean(result)))], structured_content=data)
 
 
 def with_picture(out: CallToolResult, uri: str = "memory://map.svg") -> CallToolResult:
@@ -203,15 +207,43 @@ async def call(ctx: Context, fn: Work, *, progress: str | None = None) -> CallTo
 
     A client that asked for progress gets the work's own (done of total, transport/progress.py);
     with `progress`, also a heartbeat every second until the work reports any."""
-    # The caller's view: a team server's principal gets an App confined to its namespaces.
-    server_app: Any = ctx.request_context.lifespan_context  # server/app.py's App
-    app: Services = server_app.for_scope(current_scope())
+    app = _scoped_app(ctx)
     upkeep = app.resources.upkeep
     upkeep.call_started()  # background bookkeeping waits for a pause between calls
     try:
         return await _call(app, ctx, fn, progress)
     finally:
         upkeep.call_finished()
+
+
+def _scoped_app(ctx: Context) -> Services:
+    """The caller's view: a team server's principal gets an App confined to its namespaces."""
+    server_app: Any = ctx.request_context.lifespan_context  # server/app.py's App
+    return server_app.for_scope(current_scope())
+
+
+async def full_ids(ctx: Context, arguments: dict[str, Any], names: Sequence[str]) -> dict[str, Any] | CallToolResult:
+    """The arguments with every short id among `names` (a prefix of one memory's id, as results
+    show ids: tools/lean.py) replaced by the full id, or the typed error of an ambiguous one. Full
+    ids and ids that match nothing are passed on as they are (the tool then says what it says of
+    an unknown id); the store is read only when some id is short."""
+    given = {name: arguments[name] for name in names if arguments.get(name) is not None}
+    values = [v for value in given.values() for v in (value if isinstance(value, list) else [value])]
+    short = [v for v in values if isinstance(v, str) and is_short_id(v)]
+    if not short:
+        return arguments
+    app = _scoped_app(ctx)
+    try:
+        found = await anyio.to_thread.run_sync(in_worker(lambda a: a.memory.full_ids(short)), app)
+    except SpatialMemoryError as exc:
+        return failure(exc)
+    except Exception:  # noqa: BLE001 - an unexpected failure is still a typed error
+        return internal_failure("full_ids")
+    expanded = {
+        name: [found.get(v, v) for v in value] if isinstance(value, list) else found.get(value, value)
+        for name, value in given.items()
+    }
+    return {**arguments, **expanded}
 
 
 async def _call(app: Services, ctx: Context, fn: Work, progress: str | None) -> CallToolResult:
@@ -237,8 +269,12 @@ async def _call(app: Services, ctx: Context, fn: Work, progress: str | None) -> 
 
 
 def _bounded(out: CallToolResult, limit: int) -> CallToolResult:
+    # The whole result (structured content) is what is sent and held: the lean text is smaller.
+    whole = _json(out.structured_content) if out.structured_content is not None else None
     text = out.content[0]
-    size = len(text.text.encode("utf-8", "surrogatepass")) if isinstance(text, TextContent) else 0
+    if whole is None:
+        whole = text.text if isinstance(text, TextContent) else ""
+    size = len(whole.encode("utf-8", "surrogatepass"))
     if size <= limit:
         return out
     return failure(

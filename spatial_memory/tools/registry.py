@@ -17,11 +17,14 @@ from collections.abc import Callable, Iterator
 from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from annotated_types import MaxLen
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.tools import Tool
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, create_model
 
 from ..limits import SettingLimit
+from .calls import full_ids
+from .types import IdArgument
 
 F = TypeVar("F", bound=Callable[..., Any])
 _ANNOTATIONS_ATTRIBUTE = "__tool_annotations__"
@@ -43,9 +46,16 @@ def tool(annotations: ToolAnnotations, meta: dict[str, Any] | None = None) -> Ca
 def build(fn: Callable[..., Any], settings: Any) -> Tool:
     """The SDK's Tool for a tool function, with the limits of these settings."""
     signature = _signature(fn, settings)
+    id_names = [p.name for p in signature.parameters.values() if _takes_ids(p.annotation)]
 
     @functools.wraps(fn)
     async def run(**arguments: Any) -> Any:
+        if id_names:  # short ids, as results show them, become full ids first
+            context = next(v for v in arguments.values() if isinstance(v, Context))
+            resolved = await full_ids(context, arguments, id_names)
+            if isinstance(resolved, CallToolResult):
+                return resolved
+            arguments = resolved
         return await fn(**arguments)
 
     # The SDK reads the signature (and the annotations, to find the Context) of what it calls.
@@ -64,6 +74,13 @@ def build(fn: Callable[..., Any], settings: Any) -> Tool:
     if built.fn_metadata.output_schema is not None:
         built.fn_metadata.output_schema = plain_output_schema(without_titles(built.fn_metadata.output_schema))
     return built
+
+
+def _takes_ids(hint: Any) -> bool:
+    """Whether a parameter's type is a memory id or holds some (a list, an optional one)."""
+    if any(isinstance(m, IdArgument) for m in getattr(hint, "__metadata__", ())):
+        return True
+    return any(_takes_ids(arg) for arg in get_args(hint))
 
 
 def _signature(fn: Callable[..., Any], settings: Any) -> inspect.Signature:

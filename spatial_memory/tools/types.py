@@ -53,8 +53,14 @@ class Unlisted:
         return {k: v for k, v in schema.items() if k not in mine or mine[k] != v}
 
 
+@dataclass(frozen=True)
+class IdArgument:
+    """Marks a memory id parameter: a short id (its start, as results show ids) is resolved to the
+    full id before the tool runs (registry.py, calls.full_ids). Not part of the JSON schema."""
+
+
 Text = Annotated[str, Unlisted()]
-MemoryId = Annotated[str, Unlisted(MAX_ID_CHARS)]
+MemoryId = Annotated[str, Unlisted(MAX_ID_CHARS), IdArgument()]
 MemoryIds = Annotated[list[MemoryId], Field(min_length=1), MAX_BATCH]
 Namespace = Annotated[Text, MAX_NAMESPACE_CHARS]
 Content = Annotated[Text, MAX_CONTENT]

@@ -116,6 +116,7 @@ try {
     const results = app.getByRole("list", { name: "Results" });
     await app.locator("#list-title", { hasText: "found" }).waitFor();
     out.hits = await results.getByRole("listitem").count();
+    out.weak = await results.locator("li.weak").count();
     const frame = page.frames().find((f) => f !== page.mainFrame());
     out.highlighted = await frame.evaluate(() => window.atlas.view.hits.size);
 
@@ -152,7 +153,7 @@ try {
       },
       recalled.structuredContent.memories.length,
     );
-    out.recallHits = recalled.structuredContent.memories.map((m) => m.id);
+    out.recallHits = recalled.structuredContent.memories.filter((m) => !m.weak).map((m) => m.id);
     out.highlightedAfterRecall = await frame.evaluate(() => [...window.atlas.view.hits]);
     await page.close();
   }

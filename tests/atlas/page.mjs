@@ -29,6 +29,8 @@ try {
   const results = page.getByRole("list", { name: "Results" });
   await page.locator("#list-title", { hasText: "found" }).waitFor();
   out.hitTexts = await results.getByRole("listitem").allTextContents();
+  out.weakTexts = await results.locator("li.weak").allTextContents();
+  out.listTitle = await page.locator("#list-title").textContent();
   out.highlighted = await page.evaluate(() => window.atlas.view.hits.size);
 
   // A click on a listed hit opens the panel.

@@ -99,7 +99,7 @@ function changed(kind, id, detail) {
   if (kind === "forget") {
     data.remove(id);
     state.hits = state.hits.filter((m) => m.id !== id);
-    view.setHits(state.hits.map((m) => m.id));
+    view.setHits(state.hits.filter((m) => !m.weak).map((m) => m.id));
     if (state.selected === id) state.selected = null;
     applyFilter();
   } else if (detail) {
@@ -184,8 +184,21 @@ function renderList(kind, payload) {
       for (const i of members) items.push(item(d.ids[i], d.label[i], `${when(d.created[i])} · ${d.namespace[i]}`));
     }
   } else if (state.hits.length) {
-    title.textContent = `${state.hits.length} memories found (highlighted on the map)`;
-    items = state.hits.map((m) => item(m.id, m.content, `similarity ${m.similarity.toFixed(2)} · ${m.namespace}`, d && d.index.has(m.id)));
+    // Weak hits (recall marks where relevance ends) are listed apart, after the others, and not highlighted.
+    const strong = state.hits.filter((m) => !m.weak);
+    const weak = state.hits.filter((m) => m.weak);
+    title.textContent = strong.length
+      ? `${strong.length} memories found (highlighted on the map)${weak.length ? `, ${weak.length} weak matches` : ""}`
+      : `No relevant memories found: ${weak.length} weak matches`;
+    items = strong.map((m) => item(m.id, m.content, `similarity ${m.similarity.toFixed(2)} · ${m.namespace}`, d && d.index.has(m.id)));
+    if (weak.length) {
+      items.push(el("li", { class: "session weak-heading", role: "presentation" }, "Weak matches, likely not relevant"));
+      for (const m of weak) {
+        const li = item(m.id, m.content, `similarity ${m.similarity.toFixed(2)} · weak · ${m.namespace}`);
+        li.classList.add("weak");
+        items.push(li);
+      }
+    }
   } else if (d) {
     const top = [...state.visible].sort((a, b) => d.importance[b] - d.importance[a]).slice(0, LIST_LIMIT);
     title.textContent = `Most important memories (${top.length} of ${state.visible.length})`;
@@ -225,7 +238,8 @@ async function search(query) {
     const result = await transport.call("recall", { query, limit: 20 });
     if (mine !== searchToken) return;
     showHits(result.memories);
-    status(`${result.memories.length} memories found.`);
+    const strong = result.memories.filter((m) => !m.weak).length;
+    status(strong ? `${strong} memories found.` : "No relevant memories found.");
   } catch (error) {
     status(`Search failed: ${error.message}`);
   }
@@ -234,7 +248,7 @@ async function search(query) {
 function showHits(memories) {
   // Best first: recall lists the pinned memories ahead of its hits, whatever their similarity.
   state.hits = [...memories].sort((a, b) => b.similarity - a.similarity);
-  view.setHits(memories.map((m) => m.id));
+  view.setHits(memories.filter((m) => !m.weak).map((m) => m.id));
   if (state.view === "captures") setView("map");
   renderList();
 }

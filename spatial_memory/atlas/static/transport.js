@@ -160,7 +160,8 @@ class BridgeTransport {
         if (given && !args.reload) return { visualize: given };
         const hits = this.givenHits();
         const request = { format: "json", include_edges: false, max_memories: 2000 };
-        if (hits && hits.memories.length) request.highlight_ids = hits.memories.map((m) => m.id);
+        const strong = hits ? hits.memories.filter((m) => !m.weak) : [];
+        if (strong.length) request.highlight_ids = strong.map((m) => m.id);
         return { visualize: await this.tool("visualize", request) };
       }
       case "recall":

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
 from ...storage.records import MemoryRecord, Provenance, ScoredMemory, iso
+from .visibility import FOR_PROGRAMS
 
 PREVIEW_CHARS = 100
 
@@ -58,6 +59,9 @@ class MemoryItem(BaseModel):
         None, description="With recall's context=N: its session neighbours, marked as context, in order."
     )
     pinned: bool = Field(False, description="A pinned memory: recall lists these first.")
+    weak: bool = Field(
+        False, description="recall: far below the best hit or the relevance floor, so likely not relevant."
+    )
 
     @classmethod
     def of(cls, scored: ScoredMemory) -> MemoryItem:
@@ -274,20 +278,20 @@ class IndexInfo(BaseModel):
 class StatsResult(BaseModel):
     total_memories: int
     memories_by_namespace: dict[str, int]
-    storage_bytes: int
+    storage_bytes: Annotated[int, FOR_PROGRAMS]
     storage_mb: float
-    estimated_vector_bytes: int
+    estimated_vector_bytes: Annotated[int, FOR_PROGRAMS]
     has_vector_index: bool
     has_fts_index: bool
-    indices: list[IndexInfo]
-    num_fragments: int
+    indices: Annotated[list[IndexInfo], FOR_PROGRAMS]
+    num_fragments: Annotated[int, FOR_PROGRAMS]
     needs_compaction: bool
-    table_version: int
+    table_version: Annotated[int, FOR_PROGRAMS]
     oldest_memory_date: str | None
     newest_memory_date: str | None
     avg_content_length: float
     embedding_model: str
-    embedding_dimensions: int
+    embedding_dimensions: Annotated[int, FOR_PROGRAMS]
     storage_path: str
     memories_by_tier: dict[str, int] = Field(
         default_factory=dict, description="working, episodic, semantic, procedural (how each is used)."
@@ -346,8 +350,8 @@ class HybridMemoryItem(MemoryItem):
 
 
 class HybridRecallResult(BaseModel):
-    query: str
-    alpha: float
+    query: Annotated[str, FOR_PROGRAMS]
+    alpha: Annotated[float, FOR_PROGRAMS]
     memories: list[HybridMemoryItem]
     total: int
     search_type: str = Field(description="hybrid, vector (alpha=1.0) or keyword (alpha=0.0).")

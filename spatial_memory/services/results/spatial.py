@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import BaseModel, Field
 
 from .memories import MemoryItem
+from .visibility import FOR_PROGRAMS
 
 
 class PathMemory(BaseModel):
@@ -50,7 +53,7 @@ class WanderResult(BaseModel):
 class ClusterSample(BaseModel):
     id: str
     content: str
-    similarity: float = Field(description="Cosine similarity to the cluster centroid.")
+    similarity: Annotated[float, FOR_PROGRAMS] = Field(description="Cosine similarity to the cluster centroid.")
 
 
 class Cluster(BaseModel):
@@ -59,7 +62,7 @@ class Cluster(BaseModel):
     keywords: list[str]
     representative_memory: ClusterSample
     sample_memories: list[ClusterSample]
-    coherence: float
+    coherence: Annotated[float, FOR_PROGRAMS]
     member_ids: list[str] | None = Field(None, description="Every member's id (only with include_members).")
 
 

@@ -1,0 +1,160 @@
+"""The model-visible form of a tool result: what a client hands the model, in fewer tokens.
+
+A result's structured content keeps the whole typed result (its output schema, for clients and
+programs); its text is this lean form of the same result, built here for every tool alike:
+
+- a field at its default or empty (null, [], {}) is left out (a top-level list is kept, so an
+  empty answer still reads as one), and so is a memory's field at the value remember gives it
+  when not told (STORE_DEFAULTS: namespace "default", importance 0.5) or one repeating another
+  (SAME_AS: updated_at equal to created_at...), or counting the list beside it (COUNT_FIELDS),
+  or marked for programs only (services/results/visibility.py: the store's machinery, echoes of
+  the call's arguments);
+- numbers are rounded to what they mean: two decimals below 10, one below 100, whole above
+  (a tiny non-zero value keeps two significant digits; a whole one is written without ".0");
+- times are given to the second, or to the day where the field is a date (DAY_FIELDS);
+- a memory id is given as its first SHORT_ID_CHARS characters, which every tool taking an id
+  accepts back (tools/calls.py resolves them; an ambiguous one is a typed error);
+- a memory shown by its id and content alone is written as one string, "<id>: <content>"; a
+  number that is the item's place in its list (ORDINAL_FIELDS) is left out;
+- a hit recall marked weak (services/relevance.py) is shown as its id, content and similarity
+  with `"weak": true`: the model sees where relevance ends.
+
+User data (metadata, a step's parameters) is passed as it is.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from pydantic import BaseModel
+
+from ..limits import MIN_ID_PREFIX_CHARS, SHORT_ID_CHARS
+from ..services.results.visibility import for_programs
+
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_PREFIX = re.compile(rf"^[0-9a-f][0-9a-f-]{{{MIN_ID_PREFIX_CHARS - 1},35}}$")
+_TIME = re.compile(r"^(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)$")
+# Fields that are dates in what their tool means (the span of a store or a namespace).
+DAY_FIELDS = frozenset({"oldest_memory_date", "newest_memory_date", "oldest_memory", "newest_memory"})
+# Labels a client chose, which it sends back as they are (never shortened).
+VERBATIM_FIELDS = frozenset({"session_id"})
+# User data, passed through untouched.
+OPAQUE_FIELDS = frozenset({"metadata", "parameters"})
+# What a memory is given when stored without saying (remember's defaults): left out as well.
+STORE_DEFAULTS: dict[str, Any] = {"namespace": "default", "importance": 0.5, "source": "manual"}
+# A field left out when it says what another field of the same object already says.
+SAME_AS = {
+    "updated_at": "created_at",
+    "last_accessed": "created_at",
+    "vector_score": "similarity",
+    "newest_memory": "oldest_memory",  # a span within one day, given once
+    "newest_memory_date": "oldest_memory_date",
+    "trigger_pattern": "name",  # a procedure named after its trigger
+}
+# A number left out when it is the item's place in its list (from 0).
+ORDINAL_FIELDS = frozenset({"cluster_id"})
+# A count left out when it is the length of the one list beside it.
+COUNT_FIELDS = frozenset({"total", "total_namespaces", "count", "node_count"})
+# What a weak hit keeps.
+WEAK_FIELDS = ("id", "content", "similarity", "weak")
+
+
+def short_id(value: str) -> str:
+    """A full memory id as its short form (other strings as they are)."""
+    return value[:SHORT_ID_CHARS] if _UUID.match(value) else value
+
+
+def is_short_id(value: str) -> bool:
+    """A string a tool resolves as the start of a memory id: hex digits (and dashes), not a full id."""
+    return _PREFIX.match(value) is not None and _UUID.match(value) is None
+
+
+def lean(result: BaseModel) -> dict[str, Any]:
+    """The lean form of a typed tool result (see the module docstring)."""
+    return _model(result, result.model_dump(mode="json"), top=True)
+
+
+def _model(model: BaseModel, dumped: dict[str, Any], *, top: bool = False) -> dict[str, Any]:
+    fields = type(model).model_fields
+    weak = getattr(model, "weak", False) is True
+    out: dict[str, Any] = {}
+    for name, info in fields.items():
+        if (weak and name not in WEAK_FIELDS) or for_programs(info.metadata):
+            continue
+        value = dumped.get(name)
+        if not info.is_required() and _same(value, info.get_default(call_default_factory=True)):
+            continue
+        if value is None or (not top and value in ([], {})) or _same(value, STORE_DEFAULTS.get(name)):
+            continue
+        out[name] = value if name in OPAQUE_FIELDS else _value(getattr(model, name), value, name)
+    for name, other in SAME_AS.items():
+        if name in out and out[name] == out.get(other):
+            del out[name]
+    lengths = {len(v) for v in out.values() if isinstance(v, list)}
+    for name in [n for n in out if n in COUNT_FIELDS and len(lengths) == 1 and out[n] in lengths]:
+        del out[name]  # the length of the list beside it
+    return out
+
+
+def _value(original: Any, value: Any, name: str) -> Any:
+    if isinstance(original, BaseModel):
+        return _reference(_model(original, value))
+    if isinstance(value, list):
+        items = original if isinstance(original, list) and len(original) == len(value) else value
+        shown = [_value(o, v, name) for o, v in zip(items, value, strict=True)]
+        for place, item in enumerate(shown):
+            for ordinal in ORDINAL_FIELDS & (item.keys() if isinstance(item, dict) else set()):
+                if item[ordinal] == place:
+                    del item[ordinal]
+        return shown
+    if isinstance(value, dict):
+        return {k: v if k in OPAQUE_FIELDS else _value(v, v, k) for k, v in value.items()}
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, float):
+        return rounded(value)
+    if isinstance(value, str):
+        return _text(value, name)
+    return value
+
+
+def _reference(shown: dict[str, Any]) -> dict[str, Any] | str:
+    """A memory shown by its id and content alone, as one string "<id>: <content>"."""
+    if shown.keys() == {"id", "content"} and isinstance(shown["id"], str) and isinstance(shown["content"], str):
+        return f"{shown['id']}: {shown['content']}"
+    return shown
+
+
+def _text(value: str, name: str) -> str:
+    if name not in VERBATIM_FIELDS and _UUID.match(value):
+        return value[:SHORT_ID_CHARS]
+    moment = _TIME.match(value)
+    if moment is None:
+        return value
+    day, clock, _, zone = moment.groups()
+    if name in DAY_FIELDS:
+        return day
+    return f"{day}T{clock}{'Z' if zone in ('Z', '+00:00') else zone}"
+
+
+def rounded(value: float) -> float | int:
+    """A number to what it means: 2 decimals below 10, 1 below 100, whole above; a tiny non-zero
+    value to two significant digits."""
+    if not math.isfinite(value):
+        return value
+    size = abs(value)
+    if size >= 100:
+        return round(value)
+    digits = 2 if size < 10 else 1
+    short = round(value, digits)
+    if short == 0 and value != 0:
+        return float(f"{value:.2g}")
+    return int(short) if short.is_integer() else short
+
+
+def _same(value: Any, default: Any) -> bool:
+    if isinstance(default, BaseModel):
+        default = default.model_dump(mode="json")
+    return type(value) is type(default) and value == default

@@ -1,0 +1,178 @@
+"""The lean model-visible text of tool results (tools/lean.py), the short ids every tool accepts
+back, and recall's weak hits (algorithms/relevance.py), through a real MCP client session."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from spatial_memory.algorithms.relevance import WEAK_RULE, WeakRule, weak_hits
+from spatial_memory.services.results import (
+    Cluster,
+    ClusterSample,
+    MemoryItem,
+    NamespaceItem,
+    NamespacesResult,
+    RecallResult,
+    RegionsResult,
+)
+from spatial_memory.tools.lean import is_short_id, lean, rounded
+
+from .conftest import call, data
+
+pytestmark = pytest.mark.anyio
+
+FULL = "0f8e2d4c-1b2a-4c3d-9e8f-a1b2c3d4e5f6"
+
+
+def item(**changes) -> MemoryItem:
+    fields = dict(
+        id=FULL,
+        content="Deploys go out on Fridays",
+        similarity=0.4123456,
+        namespace="default",
+        tags=[],
+        importance=0.5,
+        created_at="2026-11-27T10:11:12.123456Z",
+        metadata={},
+    )
+    return MemoryItem(**{**fields, **changes})
+
+
+def test_defaults_and_empties_are_left_out_numbers_rounded_times_to_the_second_ids_short():
+    shown = lean(RecallResult(memories=[item()], total=1))
+    assert shown == {
+        "memories": [
+            {
+                "id": FULL[:8],
+                "content": "Deploys go out on Fridays",
+                "similarity": 0.41,
+                "created_at": "2026-11-27T10:11:12Z",
+            }
+        ]
+    }
+    # Whatever differs from the defaults is shown; user metadata as it is (a UUID in it stays whole).
+    other = lean(item(namespace="work", importance=0.9, tags=["ops"], pinned=True, metadata={"ref": FULL}))
+    assert other["namespace"] == "work" and other["importance"] == 0.9 and other["tags"] == ["ops"]
+    assert other["pinned"] is True and other["metadata"] == {"ref": FULL}
+    # A client's session label is sent back as it is.
+    assert lean(item(session_id=FULL))["session_id"] == FULL
+    # An empty answer still reads as one.
+    assert lean(RecallResult(memories=[], total=0)) == {"memories": []}
+
+
+def test_a_weak_hit_keeps_its_id_content_and_similarity():
+    assert lean(item(weak=True, namespace="work", importance=0.9)) == {
+        "id": FULL[:8],
+        "content": "Deploys go out on Fridays",
+        "similarity": 0.41,
+        "weak": True,
+    }
+
+
+def test_dates_references_ordinals_and_fields_for_programs():
+    spans = lean(
+        NamespacesResult(
+            namespaces=[
+                NamespaceItem(
+                    name="a", memory_count=3, oldest_memory="2026-01-02T03:04:05Z", newest_memory="2026-01-02T09:00:00Z"
+                )
+            ],
+            total_namespaces=1,
+            total_memories=3,
+        )
+    )
+    # A day field to the day; a span within one day given once; a count of the list beside it left out.
+    assert spans == {
+        "namespaces": [{"name": "a", "memory_count": 3, "oldest_memory": "2026-01-02"}],
+        "total_memories": 3,
+    }
+    sample = ClusterSample(id=FULL, content="pizza dough rests overnight", similarity=0.91)
+    regions = lean(
+        RegionsResult(
+            clusters=[
+                Cluster(
+                    cluster_id=0,
+                    size=4,
+                    keywords=["pizza"],
+                    representative_memory=sample,
+                    sample_memories=[sample],
+                    coherence=0.8,
+                )
+            ],
+            total_memories=4,
+            noise_count=0,
+            clustering_quality=0.123456,
+        )
+    )
+    (cluster,) = regions["clusters"]
+    assert "cluster_id" not in cluster  # its place in the list
+    # A memory shown by id and content alone is one string; the similarity to the centroid is for programs.
+    assert cluster["representative_memory"] == f"{FULL[:8]}: pizza dough rests overnight"
+    assert regions["clustering_quality"] == 0.12
+
+
+def test_rounding_keeps_what_a_number_means():
+    assert [rounded(x) for x in (0.123456, 3.14159, 45.678, 1234.5, 0.0034, 1.0, -0.5)] == [
+        0.12,
+        3.14,
+        45.7,
+        1234,
+        0.0034,
+        1,
+        -0.5,
+    ]
+    assert is_short_id(FULL[:8]) and is_short_id(FULL[:20]) and not is_short_id(FULL)
+    assert not is_short_id("abc") and not is_short_id("not-hex!")
+
+
+def test_the_weak_rule_marks_hits_below_the_floor_or_far_below_the_best():
+    rule = WeakRule(floor=0.2, ratio=0.5)
+    assert weak_hits([0.6, 0.35, 0.25, 0.19], rule) == [False, False, True, True]
+    assert weak_hits([0.18, 0.15], rule) == [True, True]  # nothing relevant: all weak
+    assert weak_hits([], WEAK_RULE) == []
+
+
+async def test_results_show_short_ids_that_every_id_tool_accepts_back(client):
+    stored = await client.call_tool(
+        "remember_batch", {"memories": [{"content": f"note {i} about deploys"} for i in range(4)]}
+    )
+    ids = data(stored)["ids"]
+    assert json.loads(stored.content[0].text)["ids"] == [i[:8] for i in ids]
+    short = [i[:8] for i in ids]
+    got = await call(client, "get_memories", memory_ids=short)
+    assert [m["id"] for m in got["memories"]] == ids and got["not_found"] == []
+    longer = await call(client, "get_memories", memory_ids=[ids[0][:12]])  # any prefix of 4 or more
+    assert [m["id"] for m in longer["memories"]] == ids[:1]
+    near = await call(client, "nearby", memory_id=short[0], limit=2)
+    assert near["reference"]["id"] == ids[0]
+    updated = await call(client, "update_memory", memory_id=short[1], importance=0.9)
+    assert updated["memory"]["id"] == ids[1]
+    related = await call(client, "relate", source_id=short[0], target_id=short[2], relation="follows")
+    assert related["relation"]["source_id"] == ids[0] and related["relation"]["target_id"] == ids[2]
+    forgotten = await call(client, "forget", memory_id=short[3])
+    assert forgotten["ids"] == [ids[3]]
+    # An id that begins no memory's id is reported as unknown, as it was given.
+    missing = await call(client, "get_memories", memory_ids=["ffffffff"])
+    assert missing["not_found"] == ["ffffffff"] or "ffffffff" in ids[0]
+
+
+async def test_a_short_id_beginning_several_memories_is_a_typed_error(client, settings):
+    folder = settings.allowed_import_dirs[0]
+    folder.mkdir(parents=True, exist_ok=True)
+    twins = [f"abcd1234-0000-4000-8000-00000000000{n}" for n in (1, 2)]
+    rows = [{"id": i, "content": f"twin {n}"} for n, i in enumerate(twins)]
+    (folder / "twins.json").write_text(json.dumps(rows), encoding="utf-8")
+    imported = await call(
+        client, "import_memories", source_path="twins.json", dry_run=False, regenerate_embeddings=True
+    )
+    assert imported["memories_imported"] == 2 and imported["new_ids_assigned"] == 0
+    result = await client.call_tool("get_memories", {"memory_ids": ["abcd1234"]})
+    body = data(result)
+    assert result.is_error and body["error"] == "AmbiguousIdError"
+    assert twins[0] in body["message"] and twins[1] in body["message"]
+    assert "send more of it" in body["message"]
+    # Enough of it to tell them apart resolves.
+    one = await call(client, "get_memories", memory_ids=[twins[1][:-4] + "0002"])
+    assert [m["id"] for m in one["memories"]] == [twins[1]]
