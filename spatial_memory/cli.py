@@ -417,7 +417,9 @@ def _reembed_command(args: argparse.Namespace) -> None:
         )
         raise SystemExit(2)
     path = NEW_STORE_PATH if args.precision == "auto" else args.precision
-    settings = Settings(embedding_precision=path, preload=False)
+    # The models the store's own server uses: <SPATIAL_MEMORY_PATH>/models, beside lancedb/.
+    store_dir = db_path.parent if db_path.name == "lancedb" else db_path
+    settings = Settings(path=store_dir, embedding_precision=path, preload=False)
     router = EmbeddingRouter(
         precision=path,
         cache_dir=settings.model_cache_dir,
