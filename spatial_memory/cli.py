@@ -139,9 +139,9 @@ def build_parser() -> argparse.ArgumentParser:
     doctor_parser.set_defaults(handler=_doctor_command)
     reembed = commands.add_parser(
         "reembed",
-        help="write every vector of a store again with the bundled model's default (or given) path",
+        help="write every vector of a store again on another path of the bundled model (--precision)",
         description="Re-embed a local store with the bundled model on another arithmetic path (the store records "
-        "which path wrote its vectors): int8-row, the default for new stores, unless --precision says otherwise. "
+        "which path wrote its vectors): the one a new store gets (fp32) unless --precision names another. "
         "All or nothing: the work is done on a copy beside the store, swapped in when complete; a run that stops "
         "leaves the old store as it was. Stop the servers using the store first. Progress goes to stderr. "
         "Exit status: 0 done (or nothing to do), 2 no store or it cannot be re-embedded.",

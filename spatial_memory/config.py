@@ -60,7 +60,7 @@ class Settings(BaseSettings):
         description="The bundled model's arithmetic: fp32 (sentence-transformers' vectors), int8-row (about 3x "
         "fp32's ingest speed; integer layers scaled per token, so a text's vector never depends on its batch) or "
         "int8 (as fast, scaled per model call: a text's vector shifts slightly with its batch; for stores it "
-        "wrote). auto = the one the store's vectors were written with, int8-row for a new store; a store never "
+        "wrote). auto = the one the store's vectors were written with, fp32 for a new store; a store never "
         "mixes paths (`spatial-memory reembed` moves one).",
     )
     embedding_batch_size: int = Field(

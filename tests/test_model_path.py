@@ -36,15 +36,15 @@ async def _remember_all(settings: Settings, embedder) -> dict:
         return data(await client.call_tool("stats", {}))
 
 
-async def test_a_new_store_records_the_int8_row_path_and_older_stores_keep_theirs(tmp_path, bundled_models):
+async def test_a_new_store_records_the_fp32_path_and_opted_in_stores_keep_theirs(tmp_path, bundled_models):
     new_settings = Settings(path=tmp_path / "new", preload=False)
     stats = await _remember_all(new_settings, _router(bundled_models))
-    assert stats["embedding_model"] == INT8_ROW and stats["total_memories"] == len(TEXTS)
-    written = {"int8-row": new_settings}
-    for path in ("fp32", "int8"):
+    assert stats["embedding_model"] == FP32 and stats["total_memories"] == len(TEXTS)
+    written = {"fp32": new_settings}
+    for path in ("int8-row", "int8"):
         written[path] = Settings(path=tmp_path / path, preload=False)
         assert (await _remember_all(written[path], _router(bundled_models, path)))["embedding_model"] == (
-            FP32 if path == "fp32" else INT8
+            INT8_ROW if path == "int8-row" else INT8
         )
 
     # A server on auto follows each store, whichever path it embedded with before.
@@ -163,6 +163,8 @@ def test_the_graph_is_built_in_a_child_process(tmp_path, monkeypatch):
 
 async def _fp32_store_with_history(tmp_path, bundled_models) -> Settings:
     settings = Settings(path=tmp_path / "store", preload=False)
+    settings.path.mkdir()
+    (settings.path / "models").symlink_to(bundled_models)  # the once-built graphs, for reembed's process
     async with Client(create_server(settings, embedder=_router(bundled_models, "fp32"))) as client:
         ids = [data(await client.call_tool("remember", {"content": text}))["id"] for text in TEXTS]
         data(await client.call_tool("update_memory", {"memory_id": ids[3], "content": TEXTS[3] + " (moved to 3am)"}))
@@ -178,7 +180,7 @@ async def _recall_own_text(settings: Settings, models) -> tuple[dict, dict]:
         return data(await client.call_tool("stats", {})), hits["memories"][0]
 
 
-async def test_reembed_moves_a_store_to_the_default_path(tmp_path, bundled_models):
+async def test_reembed_moves_a_store_to_another_path(tmp_path, bundled_models):
     """The real command, in its own process: progress on stderr, every memory and past version
     re-embedded, the new path recorded; a server on auto then embeds its queries that way."""
     import os
@@ -187,7 +189,16 @@ async def test_reembed_moves_a_store_to_the_default_path(tmp_path, bundled_model
 
     settings = await _fp32_store_with_history(tmp_path, bundled_models)
     env = {k: v for k, v in os.environ.items() if not k.startswith("SPATIAL_MEMORY_")}
-    command = [sys.executable, "-m", "spatial_memory", "reembed", "--path", str(settings.path)]
+    command = [
+        sys.executable,
+        "-m",
+        "spatial_memory",
+        "reembed",
+        "--path",
+        str(settings.path),
+        "--precision",
+        "int8-row",
+    ]
     done = subprocess.run(command, env={**env, "HF_HUB_OFFLINE": "1"}, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "re-embedded 5 of 5" in done.stderr  # 4 memories and the updated one's past version
@@ -202,7 +213,7 @@ async def test_reembed_moves_a_store_to_the_default_path(tmp_path, bundled_model
         assert len(history["versions"]) == 2, history
     again = subprocess.run(command, env={**env, "HF_HUB_OFFLINE": "1"}, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and "nothing to do" in again.stderr, again.stderr
-    assert sorted(p.name for p in (settings.path).iterdir() if "reembed" in p.name) == []
+    assert [p.name for p in settings.path.iterdir() if "reembed" in p.name] == []
 
 
 async def test_a_reembed_that_stops_leaves_the_store_as_it_was(tmp_path, bundled_models, monkeypatch):

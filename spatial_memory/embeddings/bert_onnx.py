@@ -138,9 +138,9 @@ class _BertGraph:
             self._row_consts = (
                 const("act_max", np.array(INT8_ACTIVATION_MAX, dtype=np.float32)),
                 const("act_min_abs", np.array(1e-12, dtype=np.float32)),
-                # Cast to uint8 truncates: + 128.5 makes it round half up around the zero point 128.
-                const("act_offset", np.array(128.5, dtype=np.float32)),
-                const("act_zero_u8", np.array(128, dtype=np.uint8)),
+                # Cast to uint8 truncates: + 0.5 makes it round half up around the zero point.
+                const("act_offset", np.array(INT8_ACTIVATION_MAX + 1.5, dtype=np.float32)),
+                const("act_zero_u8", np.array(INT8_ACTIVATION_MAX + 1, dtype=np.uint8)),
                 const("one_over_act_max", np.array(1.0 / INT8_ACTIVATION_MAX, dtype=np.float32)),
             )
         act_max, min_abs, offset, zero_u8, inv_act_max = self._row_consts

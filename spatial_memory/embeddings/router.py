@@ -31,11 +31,11 @@ BUNDLED_DIMENSION = 384
 # (what every store written before the int8 paths existed records), the others add a suffix.
 PATH_IDS = {"fp32": BUNDLED_MODEL, "int8-row": f"{BUNDLED_MODEL}#int8-row", "int8": f"{BUNDLED_MODEL}#int8"}
 PRECISIONS = ("auto", *PATH_IDS)
-# The path a new store gets when the precision setting is auto: int8-row, about three times
-# fp32's speed, its vectors independent of the batch they arrive in, and LoCoMo dev retrieval and
-# near-copy decisions as fp32's (docs/BENCHMARKS.md, issue 45). Not int8: its activation scales are
-# set per model call, so a text's vector depends on its batch and near-copy decisions flip.
-NEW_STORE_PATH = "int8-row"
+# The path a new store gets when the precision setting is auto: fp32. int8-row is about three
+# times as fast and its vectors do not depend on their batch, but a pair's cosine still moves by up
+# to ~0.02 against fp32, so near-copy decisions at the default thresholds (extract, consolidate)
+# differ for pairs near them (docs/BENCHMARKS.md, issue 45); int8 moves more, and with its batch.
+NEW_STORE_PATH = "fp32"
 OPENAI_DIMENSIONS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, "text-embedding-ada-002": 1536}
 
 
