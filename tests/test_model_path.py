@@ -101,7 +101,9 @@ async def test_a_server_set_to_the_other_path_refuses_the_store_and_writes_nothi
             assert body["error"] == "ConfigurationError", body
             assert f"written by the bundled model's {written} path" in body["message"]
             assert (
-                "SPATIAL_MEMORY_EMBEDDING_PRECISION" in body["message"] and "regenerate_embeddings" in body["message"]
+                "SPATIAL_MEMORY_EMBEDDING_PRECISION" in body["message"]
+                and "regenerate_embeddings" in body["message"]
+                and f"spatial-memory reembed --precision {asked}" in body["message"]
             )
     assert other.model_id == (FP32 if asked == "fp32" else INT8_ROW)  # not switched behind the setting's back
     # Nothing was written by the refused server: the store opens on its own path with its memories.

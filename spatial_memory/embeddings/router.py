@@ -108,9 +108,10 @@ class EmbeddingRouter:
             raise ConfigurationError(
                 f"this store's vectors were written by the bundled model's {path} path, and the server is set to "
                 f"{self.precision} (SPATIAL_MEMORY_EMBEDDING_PRECISION); one store never mixes the two. Set "
-                f"SPATIAL_MEMORY_EMBEDDING_PRECISION to auto or {path} to use this store, or move its memories to "
-                f"{self.precision}: export_memories, then import_memories with regenerate_embeddings=true into a "
-                "store at another SPATIAL_MEMORY_PATH."
+                f"SPATIAL_MEMORY_EMBEDDING_PRECISION to auto or {path} to use this store, or move it to "
+                f"{self.precision}: `spatial-memory reembed --precision {self.precision}` with its servers "
+                "stopped, or export_memories, then import_memories with regenerate_embeddings=true into a store at "
+                "another SPATIAL_MEMORY_PATH."
             )
         with self._lock:
             if path != self.path:
