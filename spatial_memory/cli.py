@@ -343,6 +343,7 @@ def _tokens_command(args: argparse.Namespace) -> None:
 
 def _local_store_path(args: argparse.Namespace, command: str) -> Path:
     """The lancedb directory `--path` (or the setting) names, or exit 2 with one clear line."""
+    # Imported when a command runs: each command loads only what it needs (module docstring).
     from .storage.connection import is_remote
 
     if args.path is None:
@@ -393,6 +394,7 @@ def _reembed_command(args: argparse.Namespace) -> None:
 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     db_path = _local_store_path(args, "reembed")
+    # Imported when this command runs: each command loads only what it needs (module docstring).
     from .config import Settings
     from .embeddings import EmbeddingRouter
     from .embeddings.router import NEW_STORE_PATH, PATH_IDS
