@@ -66,10 +66,10 @@ async def test_a_new_store_records_the_fp32_path_and_opted_in_stores_keep_theirs
 
 
 def _mixed_lengths(n: int) -> list[str]:
-    """n texts from a few words to past the model's 256 tokens, in no order of length."""
+    """n texts of 1 to 160 words (up to ~200 tokens), in no order of length."""
     rng = np.random.default_rng(45)
     words = " ".join(TEXTS).split()
-    return [" ".join(rng.choice(words, size=int(size))) for size in rng.integers(1, 300, size=n)]
+    return [" ".join(rng.choice(words, size=int(size))) for size in rng.integers(1, 160, size=n)]
 
 
 def test_int8_row_vectors_do_not_depend_on_their_batch(bundled_models):
