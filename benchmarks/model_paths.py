@@ -1,21 +1,24 @@
-"""The bundled model's two paths, fp32 and int8, on LoCoMo dev (protocol: ../shared/eval/README.md).
+"""The bundled model's paths (fp32, int8-row, int8) on LoCoMo dev (protocol: ../shared/eval/README.md).
 
-    python -m benchmarks.model_paths
+    python -m benchmarks.model_paths                          # fp32 and int8-row
+    python -m benchmarks.model_paths --paths fp32,int8-row,int8
 
-- vectors: cosine of each int8 vector to the fp32 vector of the same text (every dev turn,
-  embedded in batches as ingest does; every question, alone as a query is), and how far an int8
-  vector moves with its batch (the same turns embedded one at a time);
+- vectors: cosine of each path's vector to the fp32 vector of the same text, over 5,000 dev texts
+  (the turns as stored, the questions, then the turns' utterances without their date), embedded
+  in batches as ingest does; how far a vector moves with its batch (the first 300 texts one at a
+  time, and the same texts in reverse order: largest absolute difference of a coordinate);
 - retrieval through the server: each path's server (SPATIAL_MEMORY_EMBEDDING_PRECISION) on a
   fresh store, each conversation in its namespace with its structure and without, one `recall`
   (default ranking, and meaning only: hybrid_alpha=1) per question; recall@10 and nDCG@10 over
   categories 1-4, all five dev conversations and the two held out by benchmarks.run;
-- latency of one query: embed_query in-process, both paths interleaved, and recall through each
+- latency of one query: embed_query in-process, the paths interleaved, and recall through each
   server (p50).
 Results: benchmarks/results/model_paths.json.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import statistics
@@ -32,7 +35,6 @@ from spatial_memory.evaluation import locomo
 from .common import print_table, write_json
 from .reference import call, ours_command, spawn
 
-PATHS = ("fp32", "int8")
 HELD_OUT = ("conv-42", "conv-43")  # benchmarks.run's held-out pair
 METHODS = {
     "recall (default), with structure": ({}, True),
@@ -40,38 +42,52 @@ METHODS = {
     "recall, meaning only (hybrid_alpha=1)": ({"hybrid_alpha": 1.0}, False),
 }
 LATENCY_QUERIES = 200
+DEV_TEXTS = 5000
+BATCH_CHECK = 300
 
 
-def vector_agreement(conversations, models: Path) -> tuple[dict[str, Any], dict[str, list[float]]]:
-    from spatial_memory.embeddings import EmbeddingRouter
-
-    routers = {path: EmbeddingRouter(precision=path, cache_dir=models) for path in PATHS}
+def dev_texts(conversations, n: int = DEV_TEXTS) -> list[str]:
+    """n texts of LoCoMo dev: every turn as stored, every question, then utterances without their date."""
     turns = [t.text for c in conversations for t in c.turns]
     questions = [q.question for c in conversations for q in c.questions]
-    docs = {path: r.embed_documents(turns) for path, r in routers.items()}
-    queries = {path: np.stack([r.embed_query(q) for q in questions]) for path, r in routers.items()}
-    doc_cos = (docs["fp32"] * docs["int8"]).sum(axis=1)
-    query_cos = (queries["fp32"] * queries["int8"]).sum(axis=1)
-    sample = turns[:300]
-    alone = np.stack([routers["int8"].embed_query(t) for t in sample])
-    batch_cos = (alone * docs["int8"][: len(sample)]).sum(axis=1)
-    agreement = {
-        "turns": len(turns),
-        "questions": len(questions),
-        "int8_vs_fp32_turns_mean_cosine": round(float(doc_cos.mean()), 5),
-        "int8_vs_fp32_turns_min_cosine": round(float(doc_cos.min()), 5),
-        "int8_vs_fp32_questions_mean_cosine": round(float(query_cos.mean()), 5),
-        "int8_vs_fp32_questions_min_cosine": round(float(query_cos.min()), 5),
-        "int8_batched_vs_alone_mean_cosine": round(float(batch_cos.mean()), 5),
-        "int8_batched_vs_alone_min_cosine": round(float(batch_cos.min()), 5),
-    }
-    latency: dict[str, list[float]] = {path: [] for path in PATHS}
+    utterances = [t.text.split(") ", 1)[-1] for c in conversations for t in c.turns]
+    return (turns + questions + utterances)[:n]
+
+
+def vector_agreement(conversations, models: Path, paths: tuple[str, ...]):
+    from spatial_memory.embeddings import EmbeddingRouter
+
+    routers = {path: EmbeddingRouter(precision=path, cache_dir=models) for path in paths}
+    texts = dev_texts(conversations)
+    questions = [q.question for c in conversations for q in c.questions]
+    docs = {path: r.embed_documents(texts) for path, r in routers.items()}
+    rows = []
+    for path in paths:
+        cos = (docs["fp32"] * docs[path]).sum(axis=1)
+        sample = texts[:BATCH_CHECK]
+        alone = np.stack([routers[path].embed_query(t) for t in sample])
+        reverse = routers[path].embed_documents(sample[::-1])[::-1]
+        rows.append(
+            {
+                "path": path,
+                "texts": len(texts),
+                "mean cosine to fp32": round(float(cos.mean()), 5),
+                "min cosine to fp32": round(float(cos.min()), 5),
+                f"batched vs alone, max abs diff ({BATCH_CHECK} texts)": float(
+                    f"{np.abs(alone - docs[path][:BATCH_CHECK]).max():.3g}"
+                ),
+                "batched vs reverse order, max abs diff": float(
+                    f"{np.abs(reverse - docs[path][:BATCH_CHECK]).max():.3g}"
+                ),
+            }
+        )
+    latency: dict[str, list[float]] = {path: [] for path in paths}
     for i, q in enumerate(questions[:LATENCY_QUERIES]):
-        for path in PATHS if i % 2 else PATHS[::-1]:
+        for path in paths if i % 2 else paths[::-1]:
             t = time.perf_counter()
             routers[path].embed_query(q)
             latency[path].append((time.perf_counter() - t) * 1000)
-    return agreement, latency
+    return rows, latency
 
 
 async def through_server(path: str, conversations, root: Path) -> dict[str, Any]:
@@ -120,32 +136,37 @@ async def through_server(path: str, conversations, root: Path) -> dict[str, Any]
     return out
 
 
-async def main_async() -> dict[str, Any]:
+async def main_async(paths: tuple[str, ...]) -> dict[str, Any]:
+    from .reference import host_load
+
     conversations = locomo.load()
     root = Path(tempfile.mkdtemp(prefix="sm-paths-"))
-    agreement, latency = vector_agreement(conversations, root / "models")
-    print_table("int8 vectors against fp32 (LoCoMo dev texts)", [agreement])
+    agreement, latency = vector_agreement(conversations, root / "models", paths)
+    print_table(f"Vectors against fp32 ({DEV_TEXTS:,} LoCoMo dev texts; {host_load()})", agreement)
     servers = {}
-    for path in PATHS:
+    for path in paths:
         servers[path] = await through_server(path, conversations, root)
+        servers[path]["host"] = host_load()
         print(json.dumps(servers[path]), file=sys.stderr, flush=True)
     rows = []
-    for method in METHODS:
-        for split in servers["fp32"][method]:
-            f, i = servers["fp32"][method][split], servers["int8"][method][split]
-            rows.append(
-                {
-                    "method": method,
-                    "split": split,
-                    "queries": f["queries"],
-                    "fp32 recall@10": f["recall@10"],
-                    "int8 recall@10": i["recall@10"],
-                    "recall@10 change": round(i["recall@10"] - f["recall@10"], 4),
-                    "fp32 nDCG@10": f["ndcg@10"],
-                    "int8 nDCG@10": i["ndcg@10"],
-                    "nDCG@10 change": round(i["ndcg@10"] - f["ndcg@10"], 4),
-                }
-            )
+    for path in paths[1:]:
+        for method in METHODS:
+            for split in servers["fp32"][method]:
+                f, i = servers["fp32"][method][split], servers[path][method][split]
+                rows.append(
+                    {
+                        "path": path,
+                        "method": method,
+                        "split": split,
+                        "queries": f["queries"],
+                        "fp32 recall@10": f["recall@10"],
+                        "recall@10": i["recall@10"],
+                        "recall@10 change": round(i["recall@10"] - f["recall@10"], 4),
+                        "fp32 nDCG@10": f["ndcg@10"],
+                        "nDCG@10": i["ndcg@10"],
+                        "nDCG@10 change": round(i["ndcg@10"] - f["ndcg@10"], 4),
+                    }
+                )
     print_table("Retrieval on LoCoMo dev through the server, categories 1-4", rows)
     lat = [
         {
@@ -154,7 +175,7 @@ async def main_async() -> dict[str, Any]:
             "embed_query p90 ms": round(float(np.percentile(latency[path], 90)), 2),
             "recall through the server p50 ms": servers[path]["recall_p50_ms"],
         }
-        for path in PATHS
+        for path in paths
     ]
     print_table("One query (in-process embed interleaved; server recall p50 over every LoCoMo question)", lat)
     return {"agreement": agreement, "retrieval": rows, "latency": lat, "servers": servers}
@@ -163,7 +184,13 @@ async def main_async() -> dict[str, Any]:
 def main() -> None:
     from .reference import host_load
 
-    result = asyncio.run(main_async())
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--paths", default="fp32,int8-row", help="comma-separated; fp32 first (the baseline)")
+    args = parser.parse_args()
+    paths = tuple(args.paths.split(","))
+    if paths[0] != "fp32":
+        parser.error("fp32 comes first: every figure is against it")
+    result = asyncio.run(main_async(paths))
     write_json("model_paths", {**result, "host": host_load()})
 
 

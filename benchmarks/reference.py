@@ -153,6 +153,8 @@ async def one_server(name: str, command, root: Path, n: int, ingest_only: bool =
             await call(client, "recall", {"query": q, "limit": 10})
             samples.append((time.perf_counter() - t) * 1000)
         row["recall_p50_ms"] = round(statistics.median(samples), 1)
+        row["recall_p95_ms"] = round(float(sorted(samples)[round(0.95 * (len(samples) - 1))]), 1)
+        row["host_load"] = host_load()
     if ingest_only:
         return row
     viz_all = {"max_memories": n} if name != "reference" else {}  # the reference caps maps by a setting
@@ -229,6 +231,7 @@ METRICS = (
     "remember_batch_cpu_ms_per_memory",
     "peak_rss_after_ingest_mb",
     "recall_p50_ms",
+    "recall_p95_ms",
     f"first_visualize_{VIZ_MEMORIES}_s",
     f"first_visualize_{VIZ_MEMORIES}_process_cpu_s",
     "peak_rss_after_visualize_mb",

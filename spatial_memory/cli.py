@@ -137,6 +137,25 @@ def build_parser() -> argparse.ArgumentParser:
     doctor_parser.add_argument("--repair", action="store_true", help="restore the last good version")
     doctor_parser.add_argument("--json", action="store_true", help="print the report as JSON")
     doctor_parser.set_defaults(handler=_doctor_command)
+    reembed = commands.add_parser(
+        "reembed",
+        help="write every vector of a store again on another path of the bundled model (--precision)",
+        description="Re-embed a local store with the bundled model on another arithmetic path (the store records "
+        "which path wrote its vectors): the one a new store gets (fp32) unless --precision names another. "
+        "All or nothing: the work is done on a copy beside the store, swapped in when complete; a run that stops "
+        "leaves the old store as it was. Stop the servers using the store first. Progress goes to stderr. "
+        "Exit status: 0 done (or nothing to do), 2 no store or it cannot be re-embedded.",
+    )
+    reembed.add_argument(
+        "--path", help="the store: SPATIAL_MEMORY_PATH or its lancedb directory (default: the setting)"
+    )
+    reembed.add_argument(
+        "--precision",
+        default="auto",
+        choices=["auto", "fp32", "int8-row", "int8"],
+        help="the path to move to (auto: the one a new store gets)",
+    )
+    reembed.set_defaults(handler=_reembed_command)
     ui = commands.add_parser(
         "ui",
         help="open the atlas: the memory's map and browser, as a local web page",
@@ -322,14 +341,11 @@ def _tokens_command(args: argparse.Namespace) -> None:
     print(token)
 
 
-def _doctor_command(args: argparse.Namespace) -> None:
-    # Imported when this command runs: each command loads only what it needs (module docstring).
-    import json
-    import logging
-
+def _local_store_path(args: argparse.Namespace, command: str) -> Path:
+    """The lancedb directory `--path` (or the setting) names, or exit 2 with one clear line."""
+    # Imported when a command runs: each command loads only what it needs (module docstring).
     from .storage.connection import is_remote
 
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if args.path is None:
         # Imported when this command runs: each command loads only what it needs (module docstring).
         from .config import Settings, describe_settings_error
@@ -343,7 +359,7 @@ def _doctor_command(args: argparse.Namespace) -> None:
         path = args.path if is_remote(args.path) else Path(args.path).expanduser().resolve()
     if is_remote(path):  # a store on object storage
         sys.stderr.write(
-            f"{PROG}: doctor checks and repairs stores on a local disk; {path} is on object storage, whose "
+            f"{PROG}: {command} works on stores on a local disk; {path} is on object storage, whose "
             "provider keeps its durability (its versions are Lance's own: a failed commit never becomes one)\n"
         )
         raise SystemExit(2)
@@ -352,12 +368,95 @@ def _doctor_command(args: argparse.Namespace) -> None:
     from .storage import doctor
 
     import_heavy_modules()
-    db_path = doctor.resolve_db_path(path)
+    return doctor.resolve_db_path(Path(path))
+
+
+def _doctor_command(args: argparse.Namespace) -> None:
+    # Imported when this command runs: each command loads only what it needs (module docstring).
+    import json
+    import logging
+
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    db_path = _local_store_path(args, "doctor")
+    from .storage import doctor  # imported when this command runs (module docstring)
+
     report = doctor.repair(db_path) if args.repair else doctor.check(db_path)
     sys.stdout.write((json.dumps(report.to_dict(), indent=2) if args.json else doctor.render(report)) + "\n")
     if report.opened_version is None:
         raise SystemExit(2)
     raise SystemExit(0 if report.healthy else 1)
+
+
+def _reembed_command(args: argparse.Namespace) -> None:
+    # Imported when this command runs: each command loads only what it needs (module docstring).
+    import logging
+    import time
+
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    db_path = _local_store_path(args, "reembed")
+    # Imported when this command runs: each command loads only what it needs (module docstring).
+    from .config import Settings
+    from .embeddings import EmbeddingRouter
+    from .embeddings.router import NEW_STORE_PATH, PATH_IDS
+    from .errors import SpatialMemoryError
+    from .storage import reembed
+    from .storage.model_record import recorded_model_id
+    from .storage.schema import TABLE_NAME
+    from .storage.store import MemoryStore
+
+    done = reembed.recover(db_path)
+    if done:
+        sys.stderr.write(f"{PROG}: {done}\n")
+    recorded = recorded_model_id(db_path)
+    if recorded is None or not (db_path / f"{TABLE_NAME}.lance").is_dir():
+        sys.stderr.write(f"{PROG}: no memory store at {db_path}\n")
+        raise SystemExit(2)
+    if recorded not in PATH_IDS.values():
+        sys.stderr.write(
+            f"{PROG}: this store's vectors were written by '{recorded}', not the bundled model: reembed moves "
+            "stores between the bundled model's paths only (export_memories, then import_memories with "
+            "regenerate_embeddings=true, moves others)\n"
+        )
+        raise SystemExit(2)
+    path = NEW_STORE_PATH if args.precision == "auto" else args.precision
+    # The models the store's own server uses: <SPATIAL_MEMORY_PATH>/models, beside lancedb/.
+    store_dir = db_path.parent if db_path.name == "lancedb" else db_path
+    settings = Settings(path=store_dir, embedding_precision=path, preload=False)
+    router = EmbeddingRouter(
+        precision=path,
+        cache_dir=settings.model_cache_dir,
+        batch_size=settings.embedding_batch_size,
+        threads=settings.embedding_threads,
+    )
+    if recorded == router.model_id:
+        sys.stderr.write(f"{PROG}: {db_path} is on the {path} path already ({recorded}); nothing to do\n")
+        raise SystemExit(0)
+    started = time.monotonic()
+
+    def progress(done: int, total: int) -> None:
+        sys.stderr.write(f"{PROG}: re-embedded {done:,} of {total:,} ({time.monotonic() - started:.0f} s)\n")
+        sys.stderr.flush()
+
+    def open_store(path: Path) -> None:
+        MemoryStore(path, router.model_id, router.dimension)  # builds the keyword index the copy lacks
+
+    try:
+        result = reembed.reembed(
+            db_path,
+            router.model_id,
+            router.dimension,
+            router.embed_documents,
+            progress=progress,
+            lock_timeout=settings.lock_timeout_seconds,
+            open_store=open_store,
+        )
+    except (SpatialMemoryError, OSError, ValueError) as exc:
+        sys.stderr.write(f"{PROG}: nothing was changed: {exc}\n")
+        raise SystemExit(2) from None
+    sys.stderr.write(
+        f"{PROG}: {result.memories:,} memories and {result.past_versions:,} past versions of {db_path} re-embedded: "
+        f"{result.old_model} -> {result.new_model} in {time.monotonic() - started:.1f} s\n"
+    )
 
 
 def _ui_command(args: argparse.Namespace) -> None:

@@ -55,11 +55,13 @@ class Settings(BaseSettings):
     embedding_backend: Literal["auto", "onnx", "sentence-transformers"] = Field(
         "auto", description="auto = onnxruntime for the bundled model, sentence-transformers otherwise."
     )
-    embedding_precision: Literal["auto", "fp32", "int8"] = Field(
+    embedding_precision: Literal["auto", "fp32", "int8-row", "int8"] = Field(
         "auto",
-        description="The bundled model's arithmetic: fp32 (sentence-transformers' vectors) or int8 (about 3x the "
-        "ingest speed; a text's vector shifts slightly with the batch it is embedded in). auto = the one the "
-        "store's vectors were written with, fp32 for a new store; a store never mixes the two.",
+        description="The bundled model's arithmetic: fp32 (sentence-transformers' vectors), int8-row (about 3x "
+        "fp32's ingest speed; integer layers scaled per token, so a text's vector never depends on its batch) or "
+        "int8 (as fast, scaled per model call: a text's vector shifts slightly with its batch; for stores it "
+        "wrote). auto = the one the store's vectors were written with, fp32 for a new store; a store never "
+        "mixes paths (`spatial-memory reembed` moves one).",
     )
     embedding_batch_size: int = Field(
         32, ge=1, le=256, description="Most texts per model call (the bundled model also caps the padded tokens)."

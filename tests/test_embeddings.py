@@ -24,7 +24,7 @@ def test_aliases_collapse_to_one_model_id():
 
 @pytest.fixture(scope="module")
 def fp32_embedder(bundled_models):
-    """The bundled model's fp32 path (the session's real_embedder is int8, a new store's default)."""
+    """The bundled model's fp32 path, pinned (a router on auto follows the store it serves)."""
     router = EmbeddingRouter(precision="fp32", cache_dir=bundled_models)
     router.load()
     return router

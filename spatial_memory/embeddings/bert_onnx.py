@@ -28,13 +28,17 @@ GRAPH_VERSION = 2
 # Tensors at least this big go to the external data file, each at an offset aligned to this
 # (onnxruntime maps aligned external data instead of copying it).
 EXTERNAL_MIN_BYTES = 1024
+# The int8 rows path's ranges (bert_onnx._BertGraph.int8_row_matmul).
+INT8_WEIGHT_MAX = 63
+INT8_ACTIVATION_MAX = 127
 ALIGNMENT = 4096
 
 
-def build_bert_mean_pooling_onnx(model_dir: Path, output_path: Path) -> None:
+def build_bert_mean_pooling_onnx(model_dir: Path, output_path: Path, *, int8_rows: bool = False) -> None:
     """Write an ONNX model with inputs input_ids/attention_mask (int64, [batch, seq]) and output
     `pooled` (float32, [batch, hidden]) to `output_path`, its weights to `output_path`.data
-    (graph_build.py builds it in a scratch directory and moves it into place)."""
+    (graph_build.py builds it in a scratch directory and moves it into place). With `int8_rows`,
+    every linear layer multiplies in int8 with scales of its own token's row (see _BertGraph.linear)."""
     # onnx and safetensors only while a graph is built (once per install), never when one is loaded.
     import onnx
     from safetensors import safe_open
@@ -45,7 +49,7 @@ def build_bert_mean_pooling_onnx(model_dir: Path, output_path: Path) -> None:
     output_path.parent.mkdir(parents=True, exist_ok=True)
     data_path = output_path.with_name(output_path.name + ".data")
     with safe_open(str(model_dir / "model.safetensors"), framework="numpy") as weights, data_path.open("wb") as data:
-        graph = _BertGraph(config, weights, data, data_path.name)
+        graph = _BertGraph(config, weights, data, data_path.name, int8_rows=int8_rows)
         x = graph.embeddings()
         mask, additive_mask = graph.attention_masks()
         for i in range(int(config["num_hidden_layers"])):
@@ -60,7 +64,7 @@ class _BertGraph:
     (a safetensors handle, read a tensor at a time); tensors of EXTERNAL_MIN_BYTES or more are
     appended to `data`, the file named `data_name` beside the graph, and referenced from it."""
 
-    def __init__(self, config: dict, weights, data: BinaryIO, data_name: str) -> None:
+    def __init__(self, config: dict, weights, data: BinaryIO, data_name: str, *, int8_rows: bool = False) -> None:
         # onnx only while a graph is built (see build_bert_mean_pooling_onnx).
         from onnx import TensorProto, helper, numpy_helper
 
@@ -75,6 +79,7 @@ class _BertGraph:
         self.inits: list = []
         self.nodes: list = []
         self._counter = iter(range(1_000_000))
+        self.int8_rows = int8_rows
 
     def const(self, name: str, array: np.ndarray) -> str:
         array = np.ascontiguousarray(array)
@@ -110,9 +115,44 @@ class _BertGraph:
         return out
 
     def linear(self, x: str, key: str) -> str:
+        if self.int8_rows:
+            return self.int8_linear(x, [key])
         return self.node(
             "Add", [self.node("MatMul", [x, self.weight(key + ".weight", transpose=True)]), self.weight(key + ".bias")]
         )
+
+    def int8_linear(self, x: str, keys: list[str]) -> str:
+        """x @ W.T + b in integers, for the layers `keys` side by side (one product for the query,
+        key and value of a layer: their input is quantised once). W is int8 per output column, x
+        uint8 per token row: each row's scale is its own largest magnitude, so a token's product
+        never depends on the other rows, neither on the texts batched with it nor on padding.
+        Products sum exactly in int32, then scale back. Weights keep to 7 bits (+-63) and
+        activations to 8 around 128, so a pair of products stays within int16 on CPUs whose u8 x s8
+        instruction saturates there (no VNNI): every CPU computes the same integers."""
+        node, const = self.node, self.const
+        weight = np.concatenate([self.tensor(k + ".weight") for k in keys])  # [out, in]
+        bias = np.concatenate([self.tensor(k + ".bias") for k in keys])
+        w_scale = np.maximum(np.abs(weight).max(axis=1), 1e-12) / INT8_WEIGHT_MAX
+        w_q = np.rint(weight / w_scale[:, None]).astype(np.int8)
+        if not hasattr(self, "_row_consts"):
+            self._row_consts = (
+                const("act_max", np.array(INT8_ACTIVATION_MAX, dtype=np.float32)),
+                const("act_min_abs", np.array(1e-12, dtype=np.float32)),
+                # Cast to uint8 truncates: + 0.5 makes it round half up around the zero point.
+                const("act_offset", np.array(INT8_ACTIVATION_MAX + 1.5, dtype=np.float32)),
+                const("act_zero_u8", np.array(INT8_ACTIVATION_MAX + 1, dtype=np.uint8)),
+                const("one_over_act_max", np.array(1.0 / INT8_ACTIVATION_MAX, dtype=np.float32)),
+            )
+        act_max, min_abs, offset, zero_u8, inv_act_max = self._row_consts
+        row_max = node("Max", [node("ReduceMax", [node("Abs", [x])], axes=[-1], keepdims=1), min_abs])
+        q = node(
+            "Cast", [node("Add", [node("Mul", [x, node("Div", [act_max, row_max])]), offset])], to=self._tensor.UINT8
+        )
+        name = keys[0] if len(keys) == 1 else keys[0].rsplit(".", 1)[0] + ".qkv"
+        products = node("MatMulInteger", [q, const(name + ".int8.T", np.ascontiguousarray(w_q.T)), zero_u8])
+        scaled = node("Mul", [node("Cast", [products], to=self._tensor.FLOAT), node("Mul", [row_max, inv_act_max])])
+        scaled = node("Mul", [scaled, const(name + ".int8_scale", w_scale.astype(np.float32))])
+        return node("Add", [scaled, const(name + ".bias", bias)])
 
     def layer_norm(self, x: str, key: str) -> str:
         return self.node(
@@ -159,6 +199,8 @@ class _BertGraph:
         additive_mask = node("Unsqueeze", [additive_mask, const("axes12", np.array([1, 2], dtype=np.int64))])
         self.split_heads = const("split_heads", np.array([0, 0, self.heads, self.head_dim], dtype=np.int64))
         self.merge_heads = const("merge_heads", np.array([0, 0, self.hidden], dtype=np.int64))
+        if self.int8_rows:
+            self.qkv_split = const("qkv_split", np.array([self.hidden] * 3, dtype=np.int64))
         self.scale = const("scale", np.array(1.0 / math.sqrt(self.head_dim), dtype=np.float32))
         self.sqrt2 = const("sqrt2", np.array(math.sqrt(2.0), dtype=np.float32))
         self.half = const("half", np.array(0.5, dtype=np.float32))
@@ -167,9 +209,16 @@ class _BertGraph:
     def encoder_layer(self, x: str, p: str, additive_mask: str) -> str:
         """Self-attention then the feed-forward block, each with its residual and layer norm."""
         node, linear, split = self.node, self.linear, self.split_heads
-        q = node("Transpose", [node("Reshape", [linear(x, p + "attention.self.query"), split])], perm=[0, 2, 1, 3])
-        k = node("Transpose", [node("Reshape", [linear(x, p + "attention.self.key"), split])], perm=[0, 2, 3, 1])
-        v = node("Transpose", [node("Reshape", [linear(x, p + "attention.self.value"), split])], perm=[0, 2, 1, 3])
+        projections = [p + f"attention.self.{name}" for name in ("query", "key", "value")]
+        if self.int8_rows:
+            qkv = self.int8_linear(x, projections)
+            q, k, v = (f"{qkv}_{part}" for part in ("q", "k", "v"))
+            self.nodes.append(self._helper.make_node("Split", [qkv, self.qkv_split], [q, k, v], axis=-1))
+        else:
+            q, k, v = (linear(x, key) for key in projections)
+        q = node("Transpose", [node("Reshape", [q, split])], perm=[0, 2, 1, 3])
+        k = node("Transpose", [node("Reshape", [k, split])], perm=[0, 2, 3, 1])
+        v = node("Transpose", [node("Reshape", [v, split])], perm=[0, 2, 1, 3])
         scores = node("Add", [node("Mul", [node("MatMul", [q, k]), self.scale]), additive_mask])
         probs = node("Softmax", [scores], axis=-1)
         context = node(

@@ -1,8 +1,9 @@
 """The graph a server loads, built once per install and then loaded as is.
 
 Steps, in a scratch directory beside the cache: the BERT graph from the safetensors weights
-(bert_onnx.py); for the int8 path, onnxruntime's dynamic quantisation of that graph (weights
-int8 per output channel, activations quantised per call); then onnxruntime's graph optimisation,
+(bert_onnx.py; for the int8-row path with its linear layers in integers, each token's row scaled
+on its own); for the int8 path, onnxruntime's dynamic quantisation of the fp32 graph (weights int8
+per output channel, activations quantised per call); then onnxruntime's graph optimisation,
 saved with the weights in an external file. A server loads the result with nothing left to fuse
 or fold, and onnxruntime maps the weights file instead of holding copies made while optimising.
 
@@ -10,7 +11,7 @@ The build runs in a child process: whatever it allocates (a quantiser holding th
 the optimiser's copies of every weight) is returned to the system when the child exits, so the
 server's resident memory never carries it.
 
-    python -m spatial_memory.embeddings.graph_build MODEL_DIR OUTPUT {fp32,int8}
+    python -m spatial_memory.embeddings.graph_build MODEL_DIR OUTPUT {fp32,int8,int8-row}
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from . import bert_onnx
 
 log = logging.getLogger(__name__)
 
-PRECISIONS = ("fp32", "int8")
+PRECISIONS = ("fp32", "int8", "int8-row")
 BUILD_DIR_PREFIX = ".build-"
 BUILD_TIMEOUT_SECONDS = 900
 
@@ -77,7 +78,7 @@ def build_graph_here(model_dir: Path, output: Path, precision: str) -> None:
     scratch.mkdir()
     try:
         source = scratch / "fp32.onnx"
-        bert_onnx.build_bert_mean_pooling_onnx(model_dir, source)
+        bert_onnx.build_bert_mean_pooling_onnx(model_dir, source, int8_rows=precision == "int8-row")
         if precision == "int8":
             source = _quantise(source, scratch / "int8.onnx")
         _optimise(source, scratch / output.name)

@@ -1,7 +1,10 @@
 """The bundled MiniLM served by onnxruntime: no torch import.
 
-Two paths: fp32 (the same vectors as sentence-transformers) and int8 (dynamically quantised,
-about three times the speed; see docs/BENCHMARKS.md for what it costs in quality). Each path's
+Three paths: fp32 (the same vectors as sentence-transformers), int8-row (linear layers in
+integers, each token's activations scaled on their own: about three times the speed, and a text's
+vector does not depend on its batch) and int8 (onnxruntime's dynamic quantisation, scaled per
+call: as fast, but batch-dependent; kept for the stores it wrote). docs/BENCHMARKS.md says what
+each costs in quality. Each path's
 graph is built once, optimised, from the packaged safetensors weights and cached in the data
 directory (graph_build.py); later starts load it as is, weights mapped from its data file. The
 cached files are named after the model's content, the path and the onnxruntime version, not
@@ -46,7 +49,8 @@ STALE_GRAPH_SECONDS = 24 * 3600
 
 
 def graph_path(model_dir: Path, cache_dir: Path, precision: str = "fp32") -> Path:
-    """Where the ONNX graph of this model is cached: `<dir name>[-int8]-<content fingerprint>.onnx`,
+    """Where the ONNX graph of this model is cached: `<dir name>[-<path>]-<content fingerprint>.onnx`
+    (no path for fp32),
     its weights beside it in the same name + `.data`."""
     stem = model_dir.name if precision == "fp32" else f"{model_dir.name}-{precision}"
     return cache_dir / f"{stem}-{content_fingerprint(model_dir, precision)}.onnx"

@@ -1,8 +1,8 @@
 """EmbeddingRouter: one object the services call, whatever the model behind it.
 
 - the bundled all-MiniLM-L6-v2: onnxruntime over a graph built from the packaged
-  weights (fast start, no torch), in fp32 or int8 arithmetic (two paths, two model ids: a
-  store records which one wrote its vectors), or sentence-transformers (fp32) when asked;
+  weights (fast start, no torch), in fp32, int8-row or int8 arithmetic (three paths, three model
+  ids: a store records which one wrote its vectors), or sentence-transformers (fp32) when asked;
 - any other sentence-transformers model name or local path;
 - `openai:<model>` through the optional `openai` package.
 
@@ -28,12 +28,13 @@ log = logging.getLogger(__name__)
 BUNDLED_ALIASES = {BUNDLED_MODEL.lower(), f"sentence-transformers/{BUNDLED_MODEL}".lower()}
 BUNDLED_DIMENSION = 384
 # The bundled model's arithmetic paths, as recorded in a store: fp32 keeps the model's own id
-# (what every store written before int8 existed records), int8 adds a suffix.
-PATH_IDS = {"fp32": BUNDLED_MODEL, "int8": f"{BUNDLED_MODEL}#int8"}
-# The path a new store gets when the precision setting is auto. Not int8, although it embeds ~3x
-# faster with LoCoMo dev recall@10 unchanged (docs/BENCHMARKS.md): its activation scales are set per
-# model call, so a text's vector depends on the batch it came in, and near-copy decisions at the
-# default thresholds (extract, consolidate) flip; one text per call removes that and the speed.
+# (what every store written before the int8 paths existed records), the others add a suffix.
+PATH_IDS = {"fp32": BUNDLED_MODEL, "int8-row": f"{BUNDLED_MODEL}#int8-row", "int8": f"{BUNDLED_MODEL}#int8"}
+PRECISIONS = ("auto", *PATH_IDS)
+# The path a new store gets when the precision setting is auto: fp32. int8-row is about three
+# times as fast and its vectors do not depend on their batch, but a pair's cosine still moves by up
+# to ~0.02 against fp32, so near-copy decisions at the default thresholds (extract, consolidate)
+# differ for pairs near them (docs/BENCHMARKS.md, issue 45); int8 moves more, and with its batch.
 NEW_STORE_PATH = "fp32"
 OPENAI_DIMENSIONS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, "text-embedding-ada-002": 1536}
 
@@ -44,7 +45,7 @@ def canonical_model_id(name: str) -> str:
 
 
 def bundled_path_of(model_id: str | None) -> str | None:
-    """The bundled model's path ("fp32" / "int8") a recorded model id names, else None."""
+    """The bundled model's path (a key of PATH_IDS) a recorded model id names, else None."""
     return next((path for path, known in PATH_IDS.items() if known == model_id), None)
 
 
@@ -65,7 +66,7 @@ class EmbeddingRouter:
     ) -> None:
         self._model = canonical_model_id(model)
         self.backend = backend
-        self.precision = precision  # as configured: auto, fp32 or int8
+        self.precision = precision  # as configured: one of PRECISIONS
         # The path this router embeds with (bundled model only): auto means the store's, and for
         # a new store NEW_STORE_PATH on onnxruntime (sentence-transformers computes in fp32 only).
         if precision != "auto":
@@ -107,9 +108,10 @@ class EmbeddingRouter:
             raise ConfigurationError(
                 f"this store's vectors were written by the bundled model's {path} path, and the server is set to "
                 f"{self.precision} (SPATIAL_MEMORY_EMBEDDING_PRECISION); one store never mixes the two. Set "
-                f"SPATIAL_MEMORY_EMBEDDING_PRECISION to auto or {path} to use this store, or move its memories to "
-                f"{self.precision}: export_memories, then import_memories with regenerate_embeddings=true into a "
-                "store at another SPATIAL_MEMORY_PATH."
+                f"SPATIAL_MEMORY_EMBEDDING_PRECISION to auto or {path} to use this store, or move it to "
+                f"{self.precision}: `spatial-memory reembed --precision {self.precision}` with its servers "
+                "stopped, or export_memories, then import_memories with regenerate_embeddings=true into a store at "
+                "another SPATIAL_MEMORY_PATH."
             )
         with self._lock:
             if path != self.path:
@@ -155,8 +157,10 @@ class EmbeddingRouter:
     def _load_backend(self) -> tuple[Encode, int]:
         if self.model_id.startswith("openai:"):
             return self._load_openai(self.model_id.split(":", 1)[1])
-        if self.precision not in ("auto", "fp32", "int8"):
-            raise ConfigurationError(f"unknown embedding precision '{self.precision}': use auto, fp32 or int8")
+        if self.precision not in PRECISIONS:
+            raise ConfigurationError(
+                f"unknown embedding precision '{self.precision}': use one of {', '.join(PRECISIONS)}"
+            )
         if self.is_bundled and self.backend in ("auto", "onnx"):
             encoder = OnnxSentenceEncoder(
                 bundled_model_dir(),
@@ -169,11 +173,11 @@ class EmbeddingRouter:
             return encoder.encode, encoder.dimension
         if self.backend == "onnx":
             raise ConfigurationError("the onnx backend serves only the bundled all-MiniLM-L6-v2 model")
-        if self.path == "int8":
+        if self.path != "fp32":
             raise ConfigurationError(
-                "the int8 path (SPATIAL_MEMORY_EMBEDDING_PRECISION, or a store written by it) runs only the bundled "
-                f"{BUNDLED_MODEL} on onnxruntime: set SPATIAL_MEMORY_EMBEDDING_BACKEND to auto, or the precision "
-                "to fp32"
+                f"the {self.path} path (SPATIAL_MEMORY_EMBEDDING_PRECISION, or a store written by it) runs only the "
+                f"bundled {BUNDLED_MODEL} on onnxruntime: set SPATIAL_MEMORY_EMBEDDING_BACKEND to auto, or the "
+                "precision to fp32"
             )
         return self._load_sentence_transformers()
 
