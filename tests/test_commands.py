@@ -32,6 +32,13 @@ DOCUMENTS = ("README.md", "docs/INSTALL.md", "docs/CAPTURE.md")
 OURS = ("python", "spatial-memory", "spatial-memory-mcp")
 STARTS = ("uv ", "uvx ", "python ", "pip ", "spatial-memory", "claude mcp ", "echo ")
 CHEAP = ("--help", "--version", "-V")
+# Named in the text, not commands a reader types on the uv route: why each is not `uv run ...`.
+NOT_TYPED = {
+    "python -m spatial_memory": "INSTALL.md: how a pip install's own python runs the server",
+    "spatial-memory hook <event>": "CAPTURE.md: what the installed hooks run",
+    "spatial-memory ingest": "CAPTURE.md: what a hook starts by itself",
+}
+DEVELOPMENT = "python -m benchmarks."  # the development route: pip install -e ".[dev]" (README, Tests)
 
 
 def _blocks(text: str) -> list[str]:
@@ -43,8 +50,9 @@ def _blocks(text: str) -> list[str]:
             if line and not line.startswith("#"):
                 found.append(line)
     for span in re.findall(r"`([^`\n]+)`", re.sub(r"```.*?```", "", text, flags=re.S).replace("\n", " ")):
-        if span.startswith(STARTS) and not span.rstrip().endswith("..."):
-            found.append(span.strip())
+        span = span.strip()
+        if span.startswith(STARTS) and " " in span and not span.endswith("...") and span not in NOT_TYPED:
+            found.append(span)
     return found
 
 
@@ -85,7 +93,7 @@ def test_the_documents_have_commands():
 
 @pytest.mark.parametrize(("document", "command"), documented())
 def test_a_command_follows_its_route(document, command):
-    pip_route = "pip install" in command
+    pip_route = "pip install" in command or command.startswith(DEVELOPMENT)
     for words in _parts(command):
         if words[0] in ("uv", "uvx") or pip_route:
             continue
@@ -111,6 +119,13 @@ def test_a_uv_command_has_only_options_uv_knows(document, command):
                 break
         if sub[1] == "run" and "--directory" in rest:
             assert "--frozen" in rest, f"{document}: `{command}` without --frozen (README uses it)"
+
+
+def _settings_listed(help_text: str) -> bool:
+    """The help's settings list is a list: each main setting starts its own line."""
+    section = help_text.split("settings (environment variables", 1)[-1]
+    names = ("PATH", "EMBEDDING_MODEL", "LOG_LEVEL", "EXPORT_DIRS", "IMPORT_DIRS")
+    return all(re.search(rf"^  SPATIAL_MEMORY_{name} ", section, re.M) for name in names)
 
 
 def _as_run_here(words: list[str]) -> list[str] | None:
@@ -163,9 +178,8 @@ def test_the_cheap_commands_run_as_written_in_a_fresh_clone(clone, tmp_path):
             assert done.returncode == 0, f"{document}: `{' '.join(words)}` -> {done.returncode}\n{done.stderr[-3000:]}"
             assert "Traceback" not in done.stderr, done.stderr[-3000:]
             ran.append(" ".join(words))
-            if "--help" in words:  # the settings list stays a list, one setting a line
-                settings = [line for line in done.stdout.splitlines() if "SPATIAL_MEMORY_" in line]
-                assert settings and all(line.lstrip().startswith("SPATIAL_MEMORY_") for line in settings), done.stdout
+            if "--help" in words:
+                assert _settings_listed(done.stdout), done.stdout
             if words[2:4] == ["spatial-memory", "setup-hooks"]:
                 suggested = done.stdout.rsplit("To merge this into the files above: ", 1)[1].strip()
                 followed = subprocess.run(
@@ -181,7 +195,7 @@ def test_the_cheap_commands_run_as_written_in_a_fresh_clone(clone, tmp_path):
     assert any("bundle/build.py" in r for r in ran) and any("map.py" in r for r in ran), ran
     assert any("setup-hooks" in r for r in ran) and sum("--help" in r for r in ran) >= 1, ran
     assert list((clone / "dist").glob("spatial-memory-mcp-*.mcpb")), "the bundle build wrote no bundle"
-    assert (clone / "docs" / "images" / "map.svg").read_text().lstrip().startswith("<svg")
+    assert "<svg" in (clone / "docs" / "images" / "map.svg").read_text()[:200]
     for name in ("spatial-memory", "spatial-memory-mcp"):  # every command's help, not only those quoted
         for sub in ("", "serve", "tokens", "setup-hooks", "ingest", "backfill", "doctor", "ui"):
             done = subprocess.run(
@@ -193,6 +207,5 @@ def test_the_cheap_commands_run_as_written_in_a_fresh_clone(clone, tmp_path):
                 timeout=60,
             )
             assert done.returncode == 0, done.stderr
-            lines = [line for line in done.stdout.splitlines() if "SPATIAL_MEMORY_" in line]
-            assert all(line.lstrip().startswith("SPATIAL_MEMORY_") for line in lines), (name, sub, done.stdout)
+            assert _settings_listed(done.stdout), (name, sub, done.stdout)
         break
