@@ -123,7 +123,9 @@ class MemoryService(Service):
         check.one_of("on_duplicate", on_duplicate, ON_DUPLICATE)
         allow_duplicate = check.flag("allow_duplicate", allow_duplicate)
         (record,) = self.build_records([item], provenance=provenance or Provenance(via="remember"))
-        written = self._write([record], on_duplicate, self._superseded_ids(supersedes), allow_duplicate)
+        closes = self._superseded_ids(supersedes)
+        # A memory that names what it replaces is written whatever it repeats: the replacement is the point.
+        written = self._write([record], on_duplicate, closes, allow_duplicate or bool(closes))
         (alike,) = written.alike
         if written.skipped:
             existing = written.copies.get(0) or next(a.memory_id for a in alike if a.relation == DUPLICATE)
