@@ -74,6 +74,8 @@ async def test_six_deploy_memories_among_nine_others_form_a_deploys_region(model
     assert members <= set(deploys), best
     assert best["size"] >= 5 and "deploy" in best["keywords"], best
     assert all(c["size"] < 5 for c in regions["clusters"][1:]), regions
+    drawn = await call(model_client, "visualize", namespace="new", format="json")  # the map draws it too
+    assert any(c["size"] >= 5 for c in drawn["clusters"]), drawn["clusters"]
 
 
 async def test_fifteen_memories_of_three_topics_form_at_least_two_regions(model_client):
