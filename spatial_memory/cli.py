@@ -42,11 +42,11 @@ def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
     class _Parser(argparse.ArgumentParser):
-        """Help ends with the main settings, with this machine's default store path."""
+        """Help ends with the main settings, with this machine's default store path, laid out as
+        written (a command's help would otherwise rewrap them into one paragraph)."""
 
         def format_help(self) -> str:
-            self.epilog = _settings_help()
-            return super().format_help()
+            return super().format_help() + "\n" + _settings_help() + "\n"
 
     parser = _Parser(
         prog=_prog(),
@@ -212,17 +212,19 @@ def _settings_or_exit(**overrides):
 def _setup_hooks_command(args: argparse.Namespace) -> None:
     # Imported when this command runs: each command loads only what it needs (module docstring).
     from .capture.namespace import project_root
-    from .capture.setup import plan, write
+    from .capture.setup import plan, registered_entry, write
     from .errors import SpatialMemoryError
     from .services.results import SetupHooksResult
 
     settings = _settings_or_exit()
-    setup = plan(
-        args.client, args.scope, project=project_root(Path.cwd()), home=Path.home(), store=_custom_store(settings)
+    setup = registered_entry(
+        plan(args.client, args.scope, project=project_root(Path.cwd()), home=Path.home(), store=_custom_store(settings))
     )
     # This command talks to a person in a terminal, not to an MCP client: stdout is theirs.
     result = SetupHooksResult.of(setup)
     print(result.render())
+    if setup.registered is not None:
+        print(f"\nThe MCP server is already registered as 'spatial-memory' in {setup.registered}: that entry is kept.")
     if not args.write:
         print(f"\nNothing was written. To merge this into the files above: {result.write_command}")
         return
@@ -267,10 +269,7 @@ def _backfill_command(args: argparse.Namespace) -> None:
         done = backfill(app, args.client, since=since, project=project)
     finally:
         app.resources.close(settings.lock_timeout_seconds)
-    sys.stderr.write(
-        f"{done.transcripts} transcripts, {done.records} captures, {done.stored} new memories stored "
-        f"in {done.seconds:.1f} s\n"
-    )
+    sys.stderr.write(f"backfill: {done.describe(args.client)}\n")
 
 
 def _ingest_command(args: argparse.Namespace) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from spatial_memory.capture.namespace import project_namespace, project_root, sanitise
-from spatial_memory.capture.setup import HOOK_MARKER, merge_hooks, plan
+from spatial_memory.capture.setup import HOOK_MARKER, merge_hooks, plan, this_launch
 from spatial_memory.validation import NAMESPACE_PATTERN
 
 from .conftest import data
@@ -67,7 +67,8 @@ def test_claude_code_user_settings_merged_with_backup_and_idempotent(tmp_path: P
     assert len(backups) == 1 and json.loads(backups[0].read_text()) == mine
     servers = json.loads((home / ".claude.json").read_text())
     assert servers["numStartups"] == 3 and set(servers["mcpServers"]) == {"other", "spatial-memory"}
-    assert servers["mcpServers"]["spatial-memory"]["args"] == ["-m", "spatial_memory"]
+    entry = servers["mcpServers"]["spatial-memory"]
+    assert [entry["command"], *entry["args"]] == this_launch().server  # how this installation starts
     assert (home / ".claude.json").stat().st_mode & 0o777 == 0o600
 
     again = setup_cli(home, cwd, "--client", "claude-code", "--user", "--write")
@@ -122,7 +123,7 @@ async def test_setup_hooks_tool_only_returns_the_configuration(client, tmp_path:
     assert result["hooks_file"] == "~/.claude/settings.json" and result["mcp_file"] == "~/.claude.json"
     assert HOOK_MARKER in result["hooks"]["hooks"]["SessionStart"][0]["hooks"][0]["command"]
     assert "--store" in result["hooks"]["hooks"]["SessionStart"][0]["hooks"][0]["command"]  # a test store
-    assert result["write_command"] == "spatial-memory setup-hooks --client claude-code --user --write"
+    assert result["write_command"] == f"{this_launch().cli} setup-hooks --client claude-code --user --write"
     project = data(await client.call_tool("setup_hooks", {"client": "cursor", "scope": "project"}))
     assert project["hooks_file"] == "<project>/.cursor/hooks.json"
     assert [p.name for p in tmp_path.iterdir()] in ([], ["store"])  # nothing written but the test store
@@ -142,3 +143,45 @@ def test_namespace_follows_the_repository(tmp_path: Path, monkeypatch) -> None:
     assert project_namespace(repo) == "not-ok"
     for name in ("émoji 🎉 repo", "..", "-x-", "a" * 300, "日本語"):
         assert NAMESPACE_PATTERN.match(sanitise(name)) and len(sanitise(name)) <= 128
+
+
+def test_a_uv_checkout_registers_readmes_command(tmp_path: Path) -> None:
+    """From the .venv `uv sync` made, the entry is README's `uv run --frozen --directory` command and
+    the suggested commands go through `uv run`; from a pip install, its scripts."""
+    checkout = tmp_path / "my checkout"
+    (checkout / ".venv" / "bin").mkdir(parents=True)
+    (checkout / "uv.lock").write_text("")
+    (checkout / "pyproject.toml").write_text('[project]\nname = "spatial-memory-mcp"\n')
+    launch = this_launch(checkout / ".venv", str(checkout / ".venv" / "bin" / "python"))
+    assert launch.server == ["uv", "run", "--frozen", "--directory", str(checkout), "spatial-memory-mcp"]
+    assert launch.cli == f"uv run --directory '{checkout}' spatial-memory"
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = readme.split('"spatial-memory": {', 1)[1].split("}", 1)[0]
+    documented = json.loads("{" + block + "}")
+    assert [documented["command"], *documented["args"]] == [
+        part.replace(str(checkout), "/path/to/checkout") for part in launch.server
+    ]
+    scripts = tmp_path / "env" / "bin"
+    scripts.mkdir(parents=True)
+    for name in ("spatial-memory-mcp", "spatial-memory"):
+        (scripts / name).write_text("")
+    pip = this_launch(tmp_path / "env", str(scripts / "python"))
+    assert pip.server == [str(scripts / "spatial-memory-mcp")] and pip.cli == str(scripts / "spatial-memory")
+
+
+def test_an_entry_claude_mcp_add_made_is_kept_and_none_added(tmp_path: Path) -> None:
+    """`claude mcp add` (local scope) puts the entry under the project in ~/.claude.json: setup-hooks
+    shows and keeps that one, and adds no second one."""
+    home, cwd = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    cwd.mkdir()
+    theirs = {"command": "uv", "args": ["run", "--frozen", "--directory", "/src/sm", "spatial-memory-mcp"]}
+    config = {"projects": {str(cwd): {"mcpServers": {"spatial-memory": theirs}}}}
+    (home / ".claude.json").write_text(json.dumps(config))
+    shown = setup_cli(home, cwd, "--client", "claude-code")
+    assert shown.returncode == 0, shown.stderr
+    assert "already registered" in shown.stdout and "/src/sm" in shown.stdout
+    written = setup_cli(home, cwd, "--client", "claude-code", "--write")
+    assert written.returncode == 0, written.stderr
+    assert json.loads((home / ".claude.json").read_text()) == config
+    assert HOOK_MARKER in (home / ".claude" / "settings.json").read_text()

@@ -173,7 +173,7 @@ def every_tool_steps(seeds: list[dict[str, Any]], unknown: str, export_path: str
     """A scenario calling every tool (test_team_server.py runs it over HTTP): step 0 stores `seeds`,
     "$N.path" refers to step N's result (driver.mjs); `unknown` is an id no memory has."""
     return [
-        {"call": "remember_batch", "arguments": {"memories": seeds}},  # 0
+        {"call": "remember_batch", "arguments": {"memories": seeds, "allow_duplicate": True}},  # 0 (DUPLICATE twice)
         {
             "call": "remember",
             "arguments": {
@@ -461,13 +461,13 @@ def test_degenerate_geometry_still_validates(node, tmp_path):
     store = new_store(tmp_path, "store")
     same = [{"content": "exactly the same words", "namespace": "same"} for _ in range(20)]
     steps: list[dict[str, Any]] = [
-        {"call": "remember_batch", "arguments": {"memories": same[:3]}},  # 0
+        {"call": "remember_batch", "arguments": {"memories": same[:3], "allow_duplicate": True}},  # 0
         {"call": "visualize", "arguments": {"namespace": "same"}},  # PCA of three identical points
         {"call": "visualize", "arguments": {"namespace": "same", "dimensions": 3}},
         {"call": "journey", "arguments": {"start_id": "$0.ids.0", "end_id": "$0.ids.1"}},
         {"call": "wander", "arguments": {"start_id": "$0.ids.0", "temperature": 1.0}},
         {"call": "consolidate", "arguments": {"namespace": "same"}},
-        {"call": "remember_batch", "arguments": {"memories": same[3:]}},
+        {"call": "remember_batch", "arguments": {"memories": same[3:], "allow_duplicate": True}},
         {"call": "visualize", "arguments": {"namespace": "same"}},  # UMAP of twenty identical points
         {"call": "visualize", "arguments": {"namespace": "same", "format": "svg"}},
         {"call": "regions", "arguments": {"namespace": "same", "min_cluster_size": 2}},
@@ -557,7 +557,9 @@ def test_advertised_resources_and_prompts_work(node, tmp_path):
         assert outside["ok"] and outside["result"]["isError"], outside
         message = json.loads(outside["result"]["content"][0]["text"])["message"]
         assert message == f"Unknown tool: stats; tools: {', '.join(CORE)}", message
-        seeded = client.step({"call": "remember_batch", "arguments": {"memories": seed_memories()}})
+        seeded = client.step(
+            {"call": "remember_batch", "arguments": {"memories": seed_memories(), "allow_duplicate": True}}
+        )
         memory_id = succeeded(seeded)["ids"][0]
         checked: list[str] = []
         problems: list[str] = []

@@ -47,10 +47,9 @@ class Round:
     def __init__(self, server: RawServer, model: Model, rng: random.Random, n: int) -> None:
         self.server, self.model, self.rng, self.n = server, model, rng, n
 
-    def batch(self, namespace: str, contents: list[str]) -> list[str]:
-        ids = self.server.ok(
-            "remember_batch", {"memories": [{"content": c, "namespace": namespace} for c in contents]}
-        )["ids"]
+    def batch(self, namespace: str, contents: list[str], *, allow_duplicate: bool = False) -> list[str]:
+        memories = [{"content": c, "namespace": namespace} for c in contents]
+        ids = self.server.ok("remember_batch", {"memories": memories, "allow_duplicate": allow_duplicate})["ids"]
         self.model.add(ids, namespace, contents)
         return ids
 
@@ -126,7 +125,7 @@ class Round:
         namespace = f"dup-{self.n}"
         groups = self.rng.randint(2, 12)
         contents = [f"duplicate fact {self.n} number {g} alpha beta" for g in range(groups) for _ in range(3)]
-        members = set(self.batch(namespace, contents))
+        members = set(self.batch(namespace, contents, allow_duplicate=True))  # copies for consolidate
         request = self.server.call_id(
             "consolidate",
             {"namespace": namespace, "dry_run": False, "similarity_threshold": 0.95, "strategy": "keep_newest"},

@@ -111,7 +111,8 @@ async def test_import_size_limits(tmp_path):
             )
         )
         assert err["error"] == "ImportRecordLimitError" and "5" in err["message"]
-        await client.call_tool("remember_batch", {"memories": [{"content": "pad " + "p" * 9000} for _ in range(3)]})
+        pads = [{"content": f"pad {i} " + "p" * 9000} for i in range(3)]  # distinct: copies are not stored twice
+        await client.call_tool("remember_batch", {"memories": pads})
         big = await client.call_tool("export_memories", {"output_path": "big.json", "include_vectors": False})
         assert not big.is_error and data(big)["memories_exported"] == 9, data(big)
         err = _error(

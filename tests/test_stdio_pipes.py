@@ -72,7 +72,8 @@ def test_pipe_streams_own_the_wire_and_give_it_back(tmp_path):
 
 
 def test_only_pipes_take_the_event_loop_path(tmp_path):
-    """A regular file (or terminal) on stdin is left to the SDK's own transport."""
+    """Only pipes take the handshake fast path (cli.py); a regular file or a terminal is served by
+    pipe_streams' thread reader (test_signal_stop.py)."""
     probe = [
         sys.executable,
         "-c",

@@ -9,9 +9,11 @@ from .clustering import (
     ClusterResult,
     cluster_vectors,
     coherence,
+    find_regions,
     limit_clusters,
     representative_index,
     silhouette,
+    similarity_groups,
 )
 from .decay import apply_decay, decay_factor
 from .grouping import mean_pairwise_similarity, near_duplicate_groups
@@ -32,12 +34,14 @@ __all__ = [
     "coherence",
     "cosine_knn",
     "decay_factor",
+    "find_regions",
     "interpolation_ts",
     "limit_clusters",
     "mean_pairwise_similarity",
     "near_duplicate_groups",
     "normalize_coordinates",
     "pca_reduce",
+    "similarity_groups",
     "project",
     "representative_index",
     "silhouette",

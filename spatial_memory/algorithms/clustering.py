@@ -30,6 +30,14 @@ _MAX_MIN_SAMPLES = 2
 _COMPONENT_NEIGHBORS = 3
 _MIN_DISTANCE = 1e-9  # csgraph treats zero weights as missing edges
 _SILHOUETTE_SAMPLE = 2000
+# A new store is too sparse for density: HDBSCAN called all 15 memories noise where 6 were about
+# deploys among 9 about anything else (issue 43). Up to this many memories, a store where it finds
+# no cluster is grouped by average linkage instead: groups whose memories are, on average, at least
+# SMALL_GROUP_SIMILARITY similar (MiniLM: within a topic ~0.15-0.40, across topics ~0.05-0.07;
+# 0.18 chosen on 5 memories of each fixture topic among 4 unrelated ones, and 9 unrelated alone:
+# 0.15 pulled an unrelated memory into a topic, 0.25 lost two topics).
+SMALL_STORE_POINTS = 200
+SMALL_GROUP_SIMILARITY = 0.18
 
 
 @dataclass(frozen=True, eq=False)
@@ -75,6 +83,45 @@ def cluster_vectors(vectors: np.ndarray, min_cluster_size: int, *, random_state:
         probabilities=found.probabilities,
         embedding=unit,
     )
+
+
+def find_regions(vectors: np.ndarray, min_cluster_size: int) -> tuple[np.ndarray, bool]:
+    """Topic regions: HDBSCAN's clusters or, in a small store where it finds none, groups of
+    similar memories (`similarity_groups`). (labels, -1 = none; True when grouped so)."""
+    labels = cluster_vectors(vectors, min_cluster_size).labels
+    n = labels.shape[0]
+    if n < min_cluster_size or n > SMALL_STORE_POINTS or (labels >= 0).any():
+        return labels, False
+    return similarity_groups(vectors, min_cluster_size), True
+
+
+def similarity_groups(vectors: np.ndarray, min_size: int, min_similarity: float = SMALL_GROUP_SIMILARITY) -> np.ndarray:
+    """Average-linkage agglomeration on cosine similarity, merging while the two closest groups'
+    mean pairwise similarity is at least `min_similarity`; groups of `min_size` or more get labels
+    (0 = largest), the rest -1. Deterministic; O(n^3), for small n."""
+    unit = unit_rows(vectors).astype(np.float64)
+    n = unit.shape[0]
+    link = unit @ unit.T
+    np.fill_diagonal(link, -np.inf)
+    sizes = np.ones(n)
+    members: list[list[int]] = [[i] for i in range(n)]
+    active = np.ones(n, dtype=bool)
+    while active.sum() > 1:
+        masked = np.where(active[:, None] & active[None, :], link, -np.inf)
+        i, j = np.unravel_index(int(np.argmax(masked)), masked.shape)
+        if masked[i, j] < min_similarity:
+            break
+        merged = (link[i] * sizes[i] + link[j] * sizes[j]) / (sizes[i] + sizes[j])
+        link[i], link[:, i] = merged, merged
+        link[i, i] = -np.inf
+        sizes[i] += sizes[j]
+        active[j] = False
+        members[i] += members[j]
+    groups = sorted((sorted(members[k]) for k in np.flatnonzero(active)), key=lambda g: (-len(g), g[0]))
+    labels = np.full(n, -1, dtype=np.int64)
+    for label, group in enumerate(g for g in groups if len(g) >= min_size):
+        labels[group] = label
+    return labels
 
 
 def knn_distance_graph(unit: np.ndarray, k: int) -> sparse.csr_matrix:

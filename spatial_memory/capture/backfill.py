@@ -67,17 +67,25 @@ def cursor_dir(project: Path) -> str:
     return str(project).lstrip("/\\").replace("/", "-").replace("\\", "-")
 
 
+def transcripts_root(client: str, home: Path) -> Path:
+    """Where the client keeps its transcripts (module docstring)."""
+    if client == p.CLAUDE_CODE:
+        return home / ".claude" / "projects"
+    if client == p.CURSOR:
+        return home / ".cursor" / "projects"
+    raise ValueError(f"unknown client {client!r}; one of {', '.join(p.CLIENTS)}")
+
+
 def transcripts(
     client: str, home: Path, *, since: datetime | None = None, project: Path | None = None
 ) -> list[Transcript]:
     """The client's transcripts on disk, oldest first; only `project`'s, and only those written
     since `since`, when given."""
+    root = transcripts_root(client, home)
     if client == p.CLAUDE_CODE:
-        root = home / ".claude" / "projects"
         found = [(f, f.parent.name) for f in root.glob("*/*.jsonl")]
         wanted = None if project is None else claude_code_dir(project)
-    elif client == p.CURSOR:
-        root = home / ".cursor" / "projects"
+    else:
         found = [(f, f.relative_to(root).parts[0]) for f in root.glob("*/agent-transcripts/**/*.jsonl")]
         wanted = None if project is None else cursor_dir(project)
         history = [
@@ -86,8 +94,6 @@ def transcripts(
             )
             for c in cursor_history.conversations(home)
         ]
-    else:
-        raise ValueError(f"unknown client {client!r}; one of {', '.join(p.CLIENTS)}")
     cutoff = since.timestamp() if since is not None else None
     chosen = [
         Transcript(client, path, path.stem, directory)
@@ -231,6 +237,26 @@ class BackfillResult:
     records: int
     stored: int
     seconds: float
+    root: Path | None = None  # where the transcripts were looked for
+    on_disk: int = 0  # transcripts there before --project and --since chose among them
+
+    def describe(self, client: str) -> str:
+        """What happened and, when nothing could be read, why and what to do: one line for a person."""
+        name = "Claude Code" if client == p.CLAUDE_CODE else "Cursor"
+        where = f"{self.root}" if client == p.CLAUDE_CODE else f"{self.root} and Cursor's chat history"
+        if self.transcripts == 0 and self.on_disk == 0 and self.root is not None and not self.root.is_dir():
+            also = "" if client == p.CLAUDE_CODE else " (and no chat history in Cursor's user directory)"
+            return (
+                f"no transcripts: {self.root} does not exist{also}, so {name} has kept none on this machine for "
+                f"this user (it writes them there once it has run). Nothing was stored."
+            )
+        if self.transcripts == 0:
+            chosen = f"; {self.on_disk} there, none matching --project / --since" if self.on_disk else ""
+            return f"no transcripts found in {where}{chosen}. Nothing was stored."
+        return (
+            f"{self.transcripts} transcripts read from {where}: {self.records} captures, {self.stored} new "
+            f"memories stored ({self.records - self.stored} already stored or repeated) in {self.seconds:.1f} s"
+        )
 
 
 def backfill(
@@ -248,7 +274,9 @@ def backfill(
     from .store import store_captured
 
     started = time.perf_counter()
-    found = transcripts(client, home or Path.home(), since=since, project=project)
+    home = home or Path.home()
+    found = transcripts(client, home, since=since, project=project)
+    on_disk = len(found) if found or (since is None and project is None) else len(transcripts(client, home))
     progress = progress or Progress(len(found))
     records = stored = 0
     batch: list[dict[str, Any]] = []
@@ -263,9 +291,8 @@ def backfill(
         progress.update(done, stored)
     if batch:
         stored += store_captured(app, batch)
-    if not found:
-        progress.update(0, 0)
-    return BackfillResult(len(found), records, stored, time.perf_counter() - started)
+    seconds = time.perf_counter() - started
+    return BackfillResult(len(found), records, stored, seconds, transcripts_root(client, home), on_disk)
 
 
 def parse_since(value: str) -> datetime:

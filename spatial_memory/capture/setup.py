@@ -12,8 +12,13 @@ https://cursor.com/docs/agent/hooks and https://cursor.com/docs/context/mcp):
 
 Merging keeps every other hook and server: our hooks are recognised by their command
 (`-m spatial_memory hook`) and replaced, so writing twice changes nothing; an existing
-"spatial-memory" server entry is left alone. A file that changes is backed up first
+"spatial-memory" server entry is left alone and none is added beside it (`registered_entry`: also
+one `claude mcp add` put under a project in ~/.claude.json). A file that changes is backed up first
 (`<file>.bak-<UTC time>`) and replaced atomically; a file that is not a JSON object is refused.
+
+The server entry starts the server the way this installation runs (`this_launch`): from a uv
+checkout (`uv sync`), README's `uv run --frozen --directory <checkout> spatial-memory-mcp`; from a
+pip install, its `spatial-memory-mcp` script; and the commands suggested are those of the route.
 """
 
 from __future__ import annotations
@@ -21,8 +26,9 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -66,10 +72,62 @@ class ClientSetup:
     hooks: dict[str, Any]  # the configuration to merge into hooks_file
     mcp_file: Path
     mcp_server: dict[str, Any]  # the entry for mcpServers["spatial-memory"]
+    cli: str = "spatial-memory"  # how this installation's `spatial-memory` command is typed
+    registered: str | None = field(default=None)  # where an existing "spatial-memory" entry was found
 
 
-def plan(client: str, scope: str, *, project: Path, home: Path, store: Path | None = None) -> ClientSetup:
-    """The configuration for `client` at `scope`; `store` is baked in when it is not the default."""
+@dataclass(frozen=True)
+class Launch:
+    """How this installation's commands start: the MCP server entry's command and arguments, and
+    the `spatial-memory` command as a person types it."""
+
+    server: list[str]
+    cli: str
+
+
+def this_launch(prefix: Path | None = None, executable: str | None = None) -> Launch:
+    """The route this code runs from: a uv checkout's .venv, a pip install's scripts, or a bare
+    interpreter (`python -m spatial_memory`)."""
+    prefix = Path(sys.prefix) if prefix is None else prefix
+    executable = sys.executable if executable is None else executable
+    checkout = uv_checkout(prefix)
+    if checkout is not None:
+        server = ["uv", "run", "--frozen", "--directory", str(checkout), "spatial-memory-mcp"]
+        return Launch(server, f"uv run --directory {_quote(str(checkout))} spatial-memory")
+    scripts = Path(executable).parent
+    suffix = ".exe" if os.name == "nt" else ""
+    server_script, cli_script = scripts / f"spatial-memory-mcp{suffix}", scripts / f"spatial-memory{suffix}"
+    if server_script.is_file() and cli_script.is_file():
+        on_path = shutil.which("spatial-memory")
+        same = on_path is not None and Path(on_path).resolve() == cli_script.resolve()
+        return Launch([str(server_script)], "spatial-memory" if same else _quote(str(cli_script)))
+    return Launch([executable, "-m", "spatial_memory"], f"{_quote(executable)} -m spatial_memory")
+
+
+def uv_checkout(prefix: Path) -> Path | None:
+    """The checkout whose `uv sync` environment (<checkout>/.venv) this is, or None."""
+    root = prefix.parent
+    if prefix.name != ".venv" or not (root / "uv.lock").is_file():
+        return None
+    try:
+        project = (root / "pyproject.toml").read_text("utf-8")
+    except OSError:
+        return None
+    return root if 'name = "spatial-memory-mcp"' in project else None
+
+
+def _quote(part: str) -> str:
+    if os.name == "nt":  # pragma: no cover - cmd.exe quoting
+        return f'"{part}"' if " " in part else part
+    return shlex.quote(part)
+
+
+def plan(
+    client: str, scope: str, *, project: Path, home: Path, store: Path | None = None, launch: Launch | None = None
+) -> ClientSetup:
+    """The configuration for `client` at `scope`; `store` is baked in when it is not the default;
+    `launch`: how the server starts (default: `this_launch()`)."""
+    launch = this_launch() if launch is None else launch
     if client == CLAUDE_CODE:
         hooks = claude_code_hooks(store)
         if scope == "user":
@@ -82,7 +140,7 @@ def plan(client: str, scope: str, *, project: Path, home: Path, store: Path | No
         files = base / "hooks.json", base / "mcp.json"
     else:
         raise ConfigurationError(f"unknown client {client!r}: use claude-code or cursor")
-    return ClientSetup(client, scope, files[0], hooks, files[1], mcp_server_entry(store))
+    return ClientSetup(client, scope, files[0], hooks, files[1], mcp_server_entry(store, launch), launch.cli)
 
 
 def hook_command(client: str, event: str, store: Path | None) -> str:
@@ -111,8 +169,8 @@ def cursor_hooks(store: Path | None) -> dict[str, Any]:
     return {"version": 1, "hooks": {e: [{"command": hook_command(CURSOR, e, store)}] for e in CURSOR_EVENTS}}
 
 
-def mcp_server_entry(store: Path | None) -> dict[str, Any]:
-    entry: dict[str, Any] = {"command": sys.executable, "args": ["-m", "spatial_memory"]}
+def mcp_server_entry(store: Path | None, launch: Launch) -> dict[str, Any]:
+    entry: dict[str, Any] = {"command": launch.server[0], "args": launch.server[1:]}
     if store is not None:
         entry["env"] = {"SPATIAL_MEMORY_PATH": str(store)}
     return entry
@@ -160,6 +218,28 @@ def merge_mcp(existing: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]
     return merged
 
 
+def registered_entry(setup: ClientSetup) -> ClientSetup:
+    """`setup` with the client's existing "spatial-memory" entry in place of ours, when there is
+    one: in the MCP file's mcpServers or, in ~/.claude.json, under one of its projects (where
+    `claude mcp add` puts it by default). A user then keeps one entry, the one they made."""
+    try:
+        current = json.loads(setup.mcp_file.read_text("utf-8"))
+    except (OSError, ValueError):
+        return setup
+    if not isinstance(current, dict):
+        return setup
+    places = [("", current)]
+    projects = current.get("projects")
+    if setup.client == CLAUDE_CODE and isinstance(projects, dict):
+        places += [(f" (project {name})", p) for name, p in projects.items() if isinstance(p, dict)]
+    for where, holder in places:
+        servers = holder.get("mcpServers")
+        if isinstance(servers, dict) and isinstance(servers.get(SERVER_NAME), dict):
+            found = f"{setup.mcp_file}{where}"
+            return ClientSetup(**{**setup.__dict__, "mcp_server": servers[SERVER_NAME], "registered": found})
+    return setup
+
+
 @dataclass
 class Written:
     path: Path
@@ -168,11 +248,12 @@ class Written:
 
 
 def write(setup: ClientSetup) -> list[Written]:
-    """Merge the hooks and the server entry into the client's files (backups first)."""
-    return [
-        _update(setup.hooks_file, lambda current: merge_hooks(current, setup.hooks, setup.client)),
-        _update(setup.mcp_file, lambda current: merge_mcp(current, setup.mcp_server)),
-    ]
+    """Merge the hooks and the server entry into the client's files (backups first); a server
+    entry already registered (`registered_entry`) is left as it is."""
+    hooks = _update(setup.hooks_file, lambda current: merge_hooks(current, setup.hooks, setup.client))
+    if setup.registered is not None:
+        return [hooks, Written(setup.mcp_file, False, None)]
+    return [hooks, _update(setup.mcp_file, lambda current: merge_mcp(current, setup.mcp_server))]
 
 
 def _update(path: Path, change) -> Written:

@@ -14,6 +14,12 @@ closes the pipe must never see that. So the server leaves in two steps:
 2. `exit_process`: flush stdout/stderr and the logs, then `os._exit`: no finalization, no
    native destructors, whatever thread is still alive. Every store write is an atomic
    commit, so there is nothing left to finish.
+
+A signal (SIGTERM, SIGINT) must stop the server at once, whatever it is doing (a batch being
+embedded, the model's graph being built): the drain then waits at most SIGNAL_DRAIN_SECONDS, and
+`exit_after` ends the process SIGNAL_EXIT_SECONDS after the signal even if something still runs.
+A write whose request was cancelled starts no commit (cancellation.py); one already committing is
+atomic; what the client was told is stored was committed before the answer went out.
 """
 
 from __future__ import annotations
@@ -22,11 +28,15 @@ import logging
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import NoReturn
 
 log = logging.getLogger(__name__)
+
+SIGNAL_DRAIN_SECONDS = 1.0  # the longest wait for running work after a signal
+SIGNAL_EXIT_SECONDS = 1.8  # the process is gone this long after a signal, whatever still runs
 
 
 class WorkerCalls:
@@ -84,3 +94,14 @@ def exit_process(code: int) -> NoReturn:
     except Exception:  # noqa: BLE001, S110
         pass
     os._exit(code)
+
+
+def exit_after(seconds: float, code: int = 0) -> None:
+    """End the process `seconds` from now (exit_process), unless it has ended by then."""
+
+    def stop() -> None:
+        time.sleep(seconds)
+        log.warning("still running %.1f s after the signal: leaving now", seconds)
+        exit_process(code)
+
+    threading.Thread(target=stop, name="spatial-memory-exit", daemon=True).start()

@@ -7,10 +7,12 @@ Heavy modules (LanceDB, onnxruntime, the numpy-heavy services) are imported lazi
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Collection
 from contextlib import asynccontextmanager
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import anyio
@@ -22,6 +24,7 @@ from ..capture.context_server import ContextServer
 from ..capture.ingest import SpoolIngester
 from ..config import Settings
 from ..runtime.resources import Embedder, Resources
+from ..runtime.shutdown import SIGNAL_DRAIN_SECONDS
 from ..tools import build_tools
 from .client_logging import register_client_logging
 from .completions import register_completions
@@ -85,6 +88,28 @@ def _capture_ingester(app: App):
     return ingester
 
 
+def _stderr_is_terminal() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # no stderr, or a closed one
+        return False
+
+
+def _warm_up_and_announce(resources: Resources) -> None:
+    """A person started the server in a terminal: once the store and model are loaded, one line
+    says it is ready, what it serves, and how to stop it (a client would have started it itself)."""
+    resources.warm_up()
+    try:
+        count = f"{resources.store().count()} memories"
+    except Exception as exc:  # noqa: BLE001 - the line says what went wrong instead
+        count = f"the store did not open: {exc}"
+    sys.stderr.write(
+        f"spatial-memory-mcp ready: store {resources.settings.path} ({count}), model {resources.embedder.model_id}. "
+        "It serves MCP on stdin/stdout for a client that starts it; stop it with Ctrl-C.\n"
+    )
+    sys.stderr.flush()
+
+
 def create_server(
     settings: Settings,
     *,
@@ -103,18 +128,22 @@ def create_server(
         resources.upkeep.start()
         capture = _capture_ingester(app)
         logging.getLogger("spatial_memory").addHandler(client_log)
-        if settings.preload:
-            threading.Thread(target=resources.warm_up, name="spatial-memory-warm-up", daemon=True).start()
+        on_terminal = _stderr_is_terminal()
+        if settings.preload or on_terminal:
+            warm_up = partial(_warm_up_and_announce, resources) if on_terminal else resources.warm_up
+            threading.Thread(target=warm_up, name="spatial-memory-warm-up", daemon=True).start()
         try:
             yield app
         finally:
             # Shielded: on SIGINT/SIGTERM the whole run is cancelled, and the drain must still
             # happen (running writes finish, pending access counts are written).
+            # After a signal the wait is short: one signal stops the server (runtime/shutdown.py).
+            drain = SIGNAL_DRAIN_SECONDS if server.stopping_on_signal else settings.lock_timeout_seconds
             with anyio.CancelScope(shield=True):
                 logging.getLogger("spatial_memory").removeHandler(client_log)
                 if capture is not None:
-                    await anyio.to_thread.run_sync(capture.stop, settings.lock_timeout_seconds)
-                await anyio.to_thread.run_sync(resources.close, settings.lock_timeout_seconds)
+                    await anyio.to_thread.run_sync(capture.stop, drain)
+                await anyio.to_thread.run_sync(resources.close, drain)
 
     tools = build_tools(settings)
     tool_names = {tool.name for tool in tools}

@@ -27,6 +27,7 @@ from mcp.shared.message import SessionMessage
 
 from ..auth.principal import current_scope
 from ..errors import PermissionDeniedError, SpatialMemoryError, ValidationError
+from ..runtime.shutdown import SIGNAL_EXIT_SECONDS, exit_after
 from ..tools.calls import failure, internal_failure
 from ..tools.registry import read_only_names
 from ..transport import stdio_pipes
@@ -46,6 +47,8 @@ class SpatialMemoryMCPServer(MCPServer):
     # The lifespan's App while the server runs (server/app.py), for handlers the SDK gives no
     # request context (static resources).
     app: Any = None
+    # Set when SIGTERM or SIGINT ended the session: the lifespan's drain is then short.
+    stopping_on_signal: bool = False
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:
         problem = argument_problem(arguments, MAX_ARGUMENT_DEPTH)
@@ -79,6 +82,23 @@ class SpatialMemoryMCPServer(MCPServer):
         _advertise_extensions_at_every_version(self._lowlevel_server)
         self._schemas = {tool.name: tool.parameters for tool in tools}
         self._read_only = read_only_names(tools)
+
+    async def _end_on_signal(self, scope: anyio.CancelScope) -> None:
+        """SIGTERM (a client quitting, a supervisor) or SIGINT (Ctrl-C) ends the session like the
+        client closing the pipe: the run is cancelled from inside the event loop, so the lifespan's
+        shielded drain runs (runtime/shutdown.py), instead of an exception landing in whatever the
+        main thread was doing. The drain then gets a short bound, and the process ends within
+        SIGNAL_EXIT_SECONDS whatever is still running (one signal must be enough)."""
+        try:
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                async for received in signals:
+                    log.info("signal %s: shutting down", received)
+                    self.stopping_on_signal = True
+                    exit_after(SIGNAL_EXIT_SECONDS)
+                    scope.cancel()
+                    return
+        except (NotImplementedError, ValueError):  # no signal receivers here (Windows, not the main thread)
+            return
 
     def _describe(self, name: str, exc: pydantic.ValidationError) -> str:
         """The SDK's validation errors, up to five, each with where it happened; an unknown key in a
@@ -135,7 +155,7 @@ class SpatialMemoryMCPServer(MCPServer):
 
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(forward)
-                    tg.start_soon(_end_on_signal, session)
+                    tg.start_soon(self._end_on_signal, session)
                     await lowlevel.run(receive, write_stream, lowlevel.create_initialization_options())
                     tg.cancel_scope.cancel()
 
@@ -177,20 +197,6 @@ def _advertise_extensions_at_every_version(lowlevel: Any) -> None:
         return result
 
     lowlevel.middleware.append(restore_extensions)
-
-
-async def _end_on_signal(scope: anyio.CancelScope) -> None:
-    """SIGTERM (a client quitting) or SIGINT ends the session like the client closing the pipe:
-    the run is cancelled from inside the event loop, so the lifespan's shielded drain runs
-    (runtime/shutdown.py), instead of an exception landing in whatever the main thread was doing."""
-    try:
-        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-            async for received in signals:
-                log.info("signal %s: shutting down", received)
-                scope.cancel()
-                return
-    except (NotImplementedError, ValueError):  # no signal receivers here (Windows, not the main thread)
-        return
 
 
 MAX_ARGUMENT_DEPTH = 64

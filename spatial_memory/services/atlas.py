@@ -264,8 +264,8 @@ class AtlasService(Service):
         coords = np.zeros((n, 2))
         regions = np.full(n, -1, dtype=np.int64)
         coords[sample] = alg.normalize_coordinates(alg.project(unit[sample], 2, min_dist=MIN_DIST))
-        if len(sample) >= 2 * MIN_REGION:
-            regions[sample] = alg.cluster_vectors(unit[sample], MIN_REGION).labels
+        if len(sample) >= MIN_REGION:  # a small store gets the regions it has (find_regions)
+            regions[sample] = alg.find_regions(unit[sample], MIN_REGION)[0]
         rest = np.setdiff1d(np.arange(n), sample)
         if len(rest):
             coords[rest], nearest = place(unit[rest], unit[sample], coords[sample])

@@ -116,16 +116,23 @@ class MemoryService(Service):
         *,
         supersedes: Sequence[str] | None = None,
         on_duplicate: str = "store",
+        allow_duplicate: bool = False,
         provenance: Provenance | None = None,
     ) -> RememberResult:
         """Store one memory, reporting the stored memories it duplicates or contradicts; with
-        `supersedes` (or on_duplicate=supersede) it closes those memories in the same write."""
+        `supersedes` (or on_duplicate=supersede) it closes those memories in the same write. An
+        exact copy of a stored memory (same content, same namespace) is not stored again unless
+        `allow_duplicate`: the stored one is returned, and counted as used."""
         check.one_of("on_duplicate", on_duplicate, ON_DUPLICATE)
+        allow_duplicate = check.flag("allow_duplicate", allow_duplicate)
         (record,) = self.build_records([item], provenance=provenance or Provenance(via="remember"))
-        written = self._write([record], on_duplicate, self._superseded_ids(supersedes))
+        closes = self._superseded_ids(supersedes)
+        # A memory that names what it replaces is written whatever it repeats: the replacement is the point.
+        written = self._write([record], on_duplicate, closes, allow_duplicate or bool(closes))
         (alike,) = written.alike
         if written.skipped:
-            record = replace(record, id=next(a.memory_id for a in alike if a.relation == DUPLICATE))
+            existing = written.copies.get(0) or next(a.memory_id for a in alike if a.relation == DUPLICATE)
+            record = replace(record, id=existing)
         return RememberResult(
             id=record.id,
             content=record.content,
@@ -141,6 +148,7 @@ class MemoryService(Service):
         items: Sequence[NewMemory],
         *,
         on_duplicate: str = "store",
+        allow_duplicate: bool = False,
         provenance: Provenance | None = None,
     ) -> RememberBatchResult:
         if not items:
@@ -150,8 +158,9 @@ class MemoryService(Service):
                 f"{len(items)} memories in one batch; the maximum is {self._settings.max_batch_size}. Split the batch."
             )
         check.one_of("on_duplicate", on_duplicate, ON_DUPLICATE)
+        allow_duplicate = check.flag("allow_duplicate", allow_duplicate)
         records = self.build_records(items, provenance=provenance or Provenance(via="remember_batch"))
-        written = self._write(records, on_duplicate, [])
+        written = self._write(records, on_duplicate, [], allow_duplicate)
         return RememberBatchResult(
             ids=[r.id for r in written.stored],
             count=len(written.stored),
@@ -160,24 +169,28 @@ class MemoryService(Service):
             superseded=written.closed,
         )
 
-    def _write(self, records: list[MemoryRecord], on_duplicate: str, supersedes: list[str]) -> _Written:
+    def _write(
+        self, records: list[MemoryRecord], on_duplicate: str, supersedes: list[str], allow_duplicate: bool = False
+    ) -> _Written:
         """Store records in one commit, after looking for their stored look-alikes under the write
-        lock: a record with a duplicate is left out (on_duplicate=skip); the memories named by
-        `supersedes` (for the first record) and with on_duplicate=supersede every look-alike are
-        closed, each linked to the record that replaces it."""
+        lock: an exact copy of a stored memory or of an earlier record is left out (unless
+        `allow_duplicate`), and so is a record with a duplicate (on_duplicate=skip); the memories
+        named by `supersedes` (for the first record) and with on_duplicate=supersede every
+        look-alike are closed, each linked to the record that replaces it."""
         store = self._r.store()
         with store.exclusive():
             alike = look_alikes(store, records, self._settings)
+            copies = {} if allow_duplicate else _exact_copies(records, alike)
             skipped = [
                 i
                 for i, found in enumerate(alike)
-                if on_duplicate == "skip" and any(a.relation == DUPLICATE for a in found)
+                if i in copies or (on_duplicate == "skip" and any(a.relation == DUPLICATE for a in found))
             ]
             stored = [r for i, r in enumerate(records) if i not in set(skipped)]
             successor_of: dict[str, str] = dict.fromkeys(supersedes, stored[0].id) if stored else {}
             if on_duplicate == "supersede":
-                for record, found in zip(records, alike, strict=True):
-                    for a in found:
+                for i, (record, found) in enumerate(zip(records, alike, strict=True)):
+                    for a in found if i not in copies else ():
                         successor_of.setdefault(a.memory_id, record.id)
             if successor_of:
                 closed = self._closing(store, list(successor_of))
@@ -185,8 +198,10 @@ class MemoryService(Service):
                 store.supersede(stored, closed, successor_of, self._settings.max_versions)
             elif stored:
                 store.add(stored)
+        # The copies' originals were used again: their access counts grow (decay spares them).
+        self._r.upkeep.record_access(set(copies.values()) - {r.id for r in stored})
         self._r.upkeep.poke()
-        return _Written(stored, alike, skipped, list(successor_of))
+        return _Written(stored, alike, skipped, list(successor_of), copies)
 
     def _superseded_ids(self, supersedes: Sequence[str] | None) -> list[str]:
         if supersedes is None:
@@ -285,6 +300,26 @@ class _Written:
     alike: list[list[LookAlike]]  # per record given
     skipped: list[int]  # indexes of records not stored
     closed: list[str]  # ids of the memories superseded
+    copies: dict[int, str]  # index of a record not stored as an exact copy -> the memory it copies
+
+
+def _exact_copies(records: list[MemoryRecord], alike: list[list[LookAlike]]) -> dict[int, str]:
+    """Records whose content and namespace a stored memory (among its look-alikes), or an earlier
+    record of the same batch, has already: index -> that memory's id. A copy of an earlier record
+    joins its look-alikes (similarity 1), so the answer names the memory it repeats."""
+    copies: dict[int, str] = {}
+    first: dict[tuple[str, str], MemoryRecord] = {}
+    for i, record in enumerate(records):
+        stored = next((a.memory_id for a in alike[i] if a.content == record.content), None)
+        earlier = first.get((record.namespace, record.content))
+        if stored is not None:
+            copies[i] = stored
+        elif earlier is not None:
+            copies[i] = earlier.id
+            alike[i].insert(0, LookAlike(earlier.id, 1.0, DUPLICATE, earlier.content))
+        else:
+            first[(record.namespace, record.content)] = record
+    return copies
 
 
 def _successor(record: MemoryRecord, closes: list[str]) -> MemoryRecord:

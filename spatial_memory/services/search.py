@@ -90,7 +90,13 @@ class SearchService(Service):
             return self._ranked(query, limit=limit, alpha=alpha, **where)[0]
 
     def _ranked(
-        self, query: str, *, limit: int, alpha: float = DEFAULT_PARAMS.alpha, **where: Unpack[RecallFilters]
+        self,
+        query: str,
+        *,
+        limit: int,
+        alpha: float = DEFAULT_PARAMS.alpha,
+        spare: int = 0,
+        **where: Unpack[RecallFilters],
     ) -> tuple[list[RankedHit], np.ndarray]:
         """The best memories for a query, by meaning, keywords and conversation context, and the
         query's vector.
@@ -101,7 +107,9 @@ class SearchService(Service):
         union (normalised fusion, neighbours, speaker/time cues: see there). `similarity` is always
         the cosine similarity to the query, so min_similarity means the same whatever the ranking.
         With `as_of`, the memories current at that moment are searched instead (their versions then,
-        memories superseded since included; keywords find only versions still current).
+        memories superseded since included; keywords find only versions still current). `spare`
+        more hits follow the best `limit` (ranked alike: the search depth is the limit's), for a
+        caller that drops some (`_distinct`).
         """
         check.query_text(query)
         if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 <= alpha <= 1.0:
@@ -111,7 +119,7 @@ class SearchService(Service):
         min_similarity = similarity_floor(where)
         store = self._r.store()
         if alpha >= 1.0:
-            return self._by_meaning(store, query, limit, flt, as_of, min_similarity)
+            return self._by_meaning(store, query, limit, flt, as_of, min_similarity, spare)
         query_vector, by_vector, by_keyword, bm25_scores = self._searches(store, query, limit, alpha, flt, as_of)
         by_neighbour = store.neighbour_candidates(by_keyword.windows(NEIGHBOUR_RADIUS), flt)
         candidates = Candidates.union([c for c in (by_vector, by_keyword, by_neighbour) if c is not None])
@@ -119,7 +127,7 @@ class SearchService(Service):
             return [], query_vector
         bm25 = dict(zip(by_keyword.ids, bm25_scores))
         order, scores, similarity = _rank(query, query_vector, candidates, bm25, alpha, self._text_features)
-        chosen = [i for i in order.tolist() if similarity[i] >= min_similarity][:limit]
+        chosen = [i for i in order.tolist() if similarity[i] >= min_similarity][: limit + spare]
         from_vector = set(by_vector.ids) if by_vector is not None else set()
         best_bm25 = max(bm25.values(), default=0.0)
         hits: list[RankedHit] = []
@@ -138,14 +146,21 @@ class SearchService(Service):
         return hits, query_vector
 
     def _by_meaning(
-        self, store, query: str, limit: int, flt: Filter | None, as_of: datetime | None, min_similarity: float
+        self,
+        store,
+        query: str,
+        limit: int,
+        flt: Filter | None,
+        as_of: datetime | None,
+        min_similarity: float,
+        spare: int = 0,
     ) -> tuple[list[RankedHit], np.ndarray]:
         """alpha 1.0: the nearest memories by cosine similarity, nothing else."""
         query_vector = self.query_vector(query)
         if as_of is not None:
-            found = store.as_of_search(query_vector, limit, flt, as_of)
+            found = store.as_of_search(query_vector, limit + spare, flt, as_of)
         else:
-            found = store.search(query_vector, limit, flt, min_similarity=min_similarity)
+            found = store.search(query_vector, limit + spare, flt, min_similarity=min_similarity)
         hits = [
             RankedHit(h.record, h.similarity, h.similarity, None, h.similarity)
             for h in found
@@ -216,9 +231,12 @@ class SearchService(Service):
         with self._r.store().one_version():
             pinned = self.pinned(namespace) if as_of is None else []
             alpha = DEFAULT_PARAMS.alpha if hybrid_alpha is None else hybrid_alpha
-            hits, query_vector = self._ranked(query, limit=limit + len(pinned), alpha=alpha, **where)
+            wanted = limit + len(pinned)  # room for copies of another hit or of a pinned memory
+            hits, query_vector = self._ranked(query, limit=wanted, alpha=alpha, spare=wanted, **where)
         pinned_ids = {r.id for r in pinned}
-        hits = [h for h in hits if h.record.id not in pinned_ids][:limit]
+        pinned_contents = {r.content for r in pinned}
+        others = [h for h in hits if h.record.id not in pinned_ids and h.record.content not in pinned_contents]
+        hits = _distinct(others, limit)
         firsts = [ScoredMemory(r, float(np.clip(np.dot(r.vector, query_vector), 0.0, 1.0))) for r in pinned]
         for first in firsts:
             first.record.vector = None
@@ -277,7 +295,9 @@ class SearchService(Service):
     def hybrid_recall(
         self, query: str, *, alpha: float = 0.5, limit: int = 5, **where: Unpack[RecallFilters]
     ) -> HybridRecallResult:
-        hits = self.ranked(query, alpha=alpha, limit=limit, **where)
+        with self._r.store().one_version():
+            ranked, _ = self._ranked(query, limit=limit, alpha=alpha, spare=limit, **where)
+        hits = _distinct(ranked, limit)
         self._r.upkeep.record_access(h.record.id for h in hits)
         items = [
             HybridMemoryItem(
@@ -301,6 +321,18 @@ def mark_weak(items: Sequence[MemoryItem], similarities: Sequence[float], rule: 
     the order left as it is."""
     for item, weak in zip(items, weak_hits(similarities, rule), strict=True):
         item.weak = weak
+
+
+def _distinct(hits: list[RankedHit], limit: int) -> list[RankedHit]:
+    """The first `limit` hits with distinct contents: a memory stored twice (allow_duplicate, or
+    in two namespaces) takes one slot, its best-ranked copy."""
+    seen: set[str] = set()
+    kept = []
+    for hit in hits:
+        if hit.record.content not in seen:
+            seen.add(hit.record.content)
+            kept.append(hit)
+    return kept[:limit]
 
 
 def _rank(

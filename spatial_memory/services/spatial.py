@@ -9,7 +9,6 @@ import numpy as np
 from .. import algorithms as alg
 from .. import validation as check
 from ..errors import (
-    InsufficientMemoriesError,
     JourneyError,
     MemoryNotFoundError,
     ValidationError,
@@ -45,6 +44,29 @@ MAX_REGION_MEMORIES = 20_000
 def _path_memory(hit: ScoredMemory) -> PathMemory:
     r = hit.record
     return PathMemory(id=r.id, content=r.content, namespace=r.namespace, similarity=round(hit.similarity, 6))
+
+
+def _regions_note(memories: int, regions: int, min_size: int, grouped: bool, namespace: str | None) -> str | None:
+    """What a small store's answer means, for the model to relay; None for an ordinary answer."""
+    where = f" in namespace '{namespace}'" if namespace else ""
+    if memories == 0:
+        return f"No memories{where} yet: regions form once some are stored."
+    if memories < min_size:
+        return (
+            f"Only {memories} memor{'y' if memories == 1 else 'ies'}{where}: a region needs at least {min_size} "
+            "(min_cluster_size) memories on one topic. Store more, or ask again with a lower min_cluster_size."
+        )
+    if grouped and regions:
+        return (
+            f"A small store ({memories} memories{where}): these regions are groups of memories similar to each "
+            "other, not yet dense topics; they firm up as memories are added. Memories outside them are noise."
+        )
+    if not regions:
+        return (
+            f"No region yet among {memories} memories{where}: no {min_size} or more of them (min_cluster_size) "
+            "are on one topic. Regions appear as topics gather memories; a lower min_cluster_size finds smaller ones."
+        )
+    return None
 
 
 class SpatialService:
@@ -235,20 +257,16 @@ class SpatialService:
             return cached
         flt = build_filter(namespace=namespace)
         records = store.scan(flt, with_vectors=True)
-        minimum = 2 * min_cluster_size
-        if len(records) < minimum:
-            where = f" in namespace '{namespace}'" if namespace else ""
-            raise InsufficientMemoriesError(
-                f"regions needs at least {minimum} memories (2 x min_cluster_size){where}; found {len(records)}. "
-                "Store more memories or lower min_cluster_size."
-            )
         sampled = len(records) > MAX_REGION_MEMORIES
         if sampled:
             keep = np.random.default_rng(0).choice(len(records), MAX_REGION_MEMORIES, replace=False)
             records = [records[i] for i in sorted(keep)]
-        vectors = np.stack([r.vector for r in records])
-        result = alg.cluster_vectors(vectors, min_cluster_size)
-        labels = alg.limit_clusters(result.labels, max_clusters)
+        if records:
+            vectors = np.stack([r.vector for r in records])
+            found, grouped = alg.find_regions(vectors, min_cluster_size)
+            labels = alg.limit_clusters(found, max_clusters)
+        else:
+            vectors, labels, grouped = np.zeros((0, 0)), np.zeros(0, dtype=np.int64), False
         cluster_ids = sorted(set(labels.tolist()) - {-1})
         keywords = alg.class_tfidf_keywords(
             [[records[i].content for i in np.flatnonzero(labels == c)] for c in cluster_ids], top_n=5
@@ -284,8 +302,9 @@ class SpatialService:
             clusters=clusters,
             total_memories=len(records),
             noise_count=int((labels == -1).sum()),
-            clustering_quality=round(alg.silhouette(vectors, labels), 6),
+            clustering_quality=round(alg.silhouette(vectors, labels), 6) if len(records) > 1 else 0.0,
             sampled=sampled,
+            note=_regions_note(len(records), len(clusters), min_cluster_size, grouped, namespace),
         )
         self._regions_cache.put(key, regions)
         return regions

@@ -134,7 +134,7 @@ class VisualizationService:
             coords = alg.normalize_coordinates(alg.project(vectors, dimensions))
             self._projected = True
             report_progress(2, DRAW_STEPS, "laid out", source="steps")
-            labels = alg.cluster_vectors(vectors, 3).labels if len(records) >= 6 else np.full(len(records), -1)
+            labels = alg.find_regions(vectors, 3)[0]
         except Exception as exc:
             raise VisualizationError(f"projection failed: {exc}") from exc
         report_progress(3, DRAW_STEPS, "clustered", source="steps")

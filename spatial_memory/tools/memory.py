@@ -54,11 +54,13 @@ async def remember(
     pinned: bool | None = None,
     supersedes: Annotated[list[MemoryId], MAX_BATCH] | None = None,
     on_duplicate: OnDuplicate = "store",
+    allow_duplicate: bool = False,
 ) -> Annotated[CallToolResult, RememberResult]:
     """Store a memory; returns its id and similar_existing (near-duplicates, contradictions; on_duplicate:
     store, skip or supersede them). Conversation turns: session_id, speaker, occurred_at, sequence.
     memory_type: fact (default), conversation (expires in days), context (expires today). pinned: recall
-    lists it first. supersedes: ids it replaces."""
+    lists it first. supersedes: ids it replaces. An exact copy of a stored memory returns that one
+    (stored: false) unless allow_duplicate."""
     item = MemoryInput.model_construct(
         content=content,
         namespace=namespace,
@@ -75,7 +77,10 @@ async def remember(
     ).new_memory()
     origin = provenance(ctx, "remember")
     return await call(
-        ctx, lambda app: app.memory.remember(item, supersedes=supersedes, on_duplicate=on_duplicate, provenance=origin)
+        ctx,
+        lambda app: app.memory.remember(
+            item, supersedes=supersedes, on_duplicate=on_duplicate, allow_duplicate=allow_duplicate, provenance=origin
+        ),
     )
 
 
@@ -84,11 +89,18 @@ async def remember_batch(
     memories: Annotated[list[MemoryInput], Field(min_length=1), MAX_BATCH],
     ctx: Context,
     on_duplicate: OnDuplicate = "store",
+    allow_duplicate: bool = False,
 ) -> Annotated[CallToolResult, RememberBatchResult]:
-    """Store memories (items: remember's fields) all or nothing; similar_existing per item."""
+    """Store memories (items: remember's fields) all or nothing; similar_existing per item; exact copies
+    skipped unless allow_duplicate."""
     items = [m.new_memory() for m in memories]
     origin = provenance(ctx, "remember_batch")
-    return await call(ctx, lambda app: app.memory.remember_batch(items, on_duplicate=on_duplicate, provenance=origin))
+    return await call(
+        ctx,
+        lambda app: app.memory.remember_batch(
+            items, on_duplicate=on_duplicate, allow_duplicate=allow_duplicate, provenance=origin
+        ),
+    )
 
 
 @tool(READ_ONLY)

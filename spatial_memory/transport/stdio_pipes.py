@@ -7,8 +7,12 @@ under every MCP client), asyncio's pipe transports do the same work on the loop 
 
 Like the SDK, the wire is taken over while serving: fd 0 reads /dev/null and fd 1 goes
 to stderr, so a stray print() or a child process cannot corrupt the protocol; both are
-restored on exit. Anywhere else (Windows, a regular file or terminal on stdin) the SDK's
-own transport is used.
+restored on exit.
+
+A terminal, a regular file or /dev/null on either stream is served too, through a worker thread
+that the session can abandon: the SDK's own transport reads stdin in a thread that a cancelled
+session waits for, so a signal would not end a server whose stdin stays open until the next line
+(issue 43). Only where asyncio is not the loop or the system is Windows is the SDK's transport used.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import stat
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -28,12 +33,20 @@ READ_CHUNK = 1 << 16
 
 
 def usable() -> bool:
-    """Both standard streams are pipes or sockets on a POSIX system, served by asyncio."""
+    """A POSIX system under asyncio: the standard streams, whatever they are, are served here."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:  # another async backend (trio)
         return False
-    return pipes_on_stdio()
+    return sys.platform != "win32"
+
+
+def _is_pipe(fd: int) -> bool:
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
 def pipes_on_stdio() -> bool:
@@ -50,7 +63,10 @@ class PipeLines:
     """`async for line in PipeLines(reader)`: the UTF-8 lines of a pipe, newline included."""
 
     def __init__(
-        self, reader: asyncio.StreamReader, prefix: bytes = b"", on_line: Callable[[str], None] | None = None
+        self,
+        reader: asyncio.StreamReader | ThreadReader,
+        prefix: bytes = b"",
+        on_line: Callable[[str], None] | None = None,
     ) -> None:
         self._reader = reader
         self._buffer = bytearray(prefix)  # read from the wire before this reader existed
@@ -84,6 +100,47 @@ class PipeLines:
                     return line.decode("utf-8", "replace")
                 raise StopAsyncIteration
             self._buffer += chunk
+
+
+class ThreadReader:
+    """The `read` of an asyncio.StreamReader over a descriptor the event loop cannot watch (a
+    terminal, a regular file, /dev/null): each read in a worker thread that a cancelled session
+    abandons instead of waiting for a line that may never come."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    async def read(self, size: int) -> bytes:
+        import anyio  # the SDK's async library, loaded with it already
+
+        return await anyio.to_thread.run_sync(os.read, self._fd, size, abandon_on_cancel=True)
+
+
+class ThreadWriter:
+    """The write/flush pair over a terminal or a regular file: blocking writes in a worker thread
+    (a paused terminal must not stop the event loop), abandoned if the session is cancelled."""
+
+    def __init__(self, fd: int, allow: Callable[[str], bool] | None = None) -> None:
+        self._fd = fd
+        self._pending = bytearray()
+        self._allow = allow
+
+    async def write(self, text: str) -> None:
+        if self._allow is None or self._allow(text):
+            self._pending += text.encode("utf-8")
+
+    async def flush(self) -> None:
+        import anyio  # the SDK's async library, loaded with it already
+
+        data, self._pending = bytes(self._pending), bytearray()
+        if data:
+            await anyio.to_thread.run_sync(_write_all, self._fd, data, abandon_on_cancel=True)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 class PipeWriter:
@@ -131,28 +188,38 @@ def claim_wire() -> tuple[int, int]:
 async def pipe_streams(
     handover: Handover | None = None, recorder: Recorder | None = None
 ) -> AsyncIterator[tuple[Any, Any]]:
-    """(lines of stdin, writer to stdout) served by the running asyncio loop. With `handover`,
-    the wire was claimed (and partly read) by the handshake fast path."""
+    """(lines of stdin, writer to stdout) served by the running asyncio loop: pipes and sockets on
+    the loop itself, anything else through abandonable worker threads. With `handover`, the wire
+    was claimed (and partly read) by the handshake fast path."""
     loop = asyncio.get_running_loop()
     wire_in, wire_out = (handover.wire_in, handover.wire_out) if handover is not None else claim_wire()
-    reader_file = os.fdopen(wire_in, "rb", buffering=0, closefd=False)
-    writer_file = os.fdopen(wire_out, "wb", buffering=0, closefd=False)
     transports: list[asyncio.BaseTransport] = []
+    allow = recorder.outgoing if recorder is not None else None
     try:
-        reader = asyncio.StreamReader(loop=loop)
-        read_transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), reader_file)
-        transports.append(read_transport)
-        write_transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, writer_file)
-        transports.append(write_transport)
-        # A flush means every byte is in the pipe, not just "below the high-water mark".
-        write_transport.set_write_buffer_limits(high=0)
-        writer = asyncio.StreamWriter(write_transport, protocol, None, loop)
+        reader: Any
+        if _is_pipe(wire_in):
+            reader = asyncio.StreamReader(loop=loop)
+            reader_file = os.fdopen(wire_in, "rb", buffering=0, closefd=False)
+            read_transport, _ = await loop.connect_read_pipe(partial(asyncio.StreamReaderProtocol, reader), reader_file)
+            transports.append(read_transport)
+        else:
+            reader = ThreadReader(wire_in)
+        writer: Any
+        if _is_pipe(wire_out):
+            writer_file = os.fdopen(wire_out, "wb", buffering=0, closefd=False)
+            write_transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, writer_file)
+            transports.append(write_transport)
+            # A flush means every byte is in the pipe, not just "below the high-water mark".
+            write_transport.set_write_buffer_limits(high=0)
+            writer = PipeWriter(asyncio.StreamWriter(write_transport, protocol, None, loop), allow=allow)
+        else:
+            writer = ThreadWriter(wire_out, allow=allow)
         lines = PipeLines(
             reader,
             prefix=handover.replay if handover is not None else b"",
             on_line=recorder.incoming if recorder is not None else None,
         )
-        yield lines, PipeWriter(writer, allow=recorder.outgoing if recorder is not None else None)
+        yield lines, writer
     finally:
         for transport in transports:
             transport.close()

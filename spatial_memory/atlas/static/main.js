@@ -298,7 +298,9 @@ async function load(reload) {
     fillFilters();
     applyFilter();
     const how = answer.layout ? `, ${answer.layout}${answer.cached ? " (cached)" : ""}` : "";
-    status(`${state.data.count} memories in ${state.data.regions.length} regions · map in ${seconds} s${how}`);
+    const n = state.data.regions.length;
+    const regions = n ? `in ${n} region${n === 1 ? "" : "s"}` : "· no topic region yet (one forms when several memories share a topic)";
+    status(`${state.data.count} memories ${regions} · map in ${seconds} s${how}`);
     byId("map").dataset.ready = "true";
     if (answer.visualize) await enrich();
   } catch (error) {

@@ -208,7 +208,10 @@ class SimilarMemory(BaseModel):
 
 
 class RememberResult(BaseModel):
-    id: str = Field(description="The new memory's id; with on_duplicate=skip and a duplicate found, that duplicate's.")
+    id: str = Field(
+        description="The new memory's id; for an exact copy of a stored memory (or with on_duplicate=skip and a "
+        "duplicate found), that memory's, not stored again."
+    )
     content: str
     namespace: str
     created_at: str
@@ -221,7 +224,10 @@ class RememberBatchResult(BaseModel):
     ids: list[str] = Field(description="The stored memories' ids, in item order (skipped items left out).")
     count: int
     similar_existing: list[SimilarMemory] = Field(default_factory=list)
-    skipped: list[int] = Field(default_factory=list, description="Items not stored (on_duplicate=skip).")
+    skipped: list[int] = Field(
+        default_factory=list,
+        description="Items not stored: exact copies (see similar_existing) or, with on_duplicate=skip, duplicates.",
+    )
     superseded: list[str] = Field(default_factory=list)
 
 

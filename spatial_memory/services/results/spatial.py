@@ -72,6 +72,7 @@ class RegionsResult(BaseModel):
     noise_count: int
     clustering_quality: float = Field(description="Silhouette score over clustered memories (-1 to 1).")
     sampled: bool = Field(False, description="True when a random sample of the namespace was analyzed.")
+    note: str | None = Field(None, description="Why a small store's answer looks as it does, and what to do.")
 
 
 class VisualNode(BaseModel):

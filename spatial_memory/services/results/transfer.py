@@ -76,7 +76,7 @@ class SetupHooksResult(BaseModel):
             hooks=setup.hooks,
             mcp_file=str(setup.mcp_file),
             mcp_server=setup.mcp_server,
-            write_command=f"spatial-memory setup-hooks {flags}",
+            write_command=f"{setup.cli} setup-hooks {flags}",
         )
 
     def render(self) -> str:
