@@ -134,6 +134,12 @@ def test_the_command_line_backfills_a_claude_code_history_twice_and_stores_it_on
     assert second.returncode == 0 and ", 0 new memories stored" in second.stderr, second.stderr[-2000:]
     bad = subprocess.run([*command, "--since", "yesterday"], env=env, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "--since" in bad.stderr and "Traceback" not in bad.stderr
+    chosen = subprocess.run([*command, "--since", "2999-01-01"], env=env, capture_output=True, text=True, timeout=120)
+    assert chosen.returncode == 0 and "none matching --project / --since" in chosen.stderr, chosen.stderr
+    assert f"in {home / '.claude' / 'projects'}; 2 there" in chosen.stderr and "backfill [" not in chosen.stderr
+    nobody = subprocess.run([*command, "--client", "cursor"], env=env, capture_output=True, text=True, timeout=120)
+    assert nobody.returncode == 0, nobody.stderr
+    assert f"{home / '.cursor' / 'projects'} does not exist" in nobody.stderr and "Nothing was stored" in nobody.stderr
 
 
 def _vscdb(path: Path, items: dict[str, object], disk: dict[str, object] | None = None) -> sqlite3.Connection:
@@ -310,10 +316,3 @@ def test_cursor_user_directory_per_os(tmp_path):
     from spatial_memory.capture.cursor_history import conversations
 
     assert conversations(tmp_path, "linux") == []  # no Cursor here: nothing, no error
-
-    chosen = subprocess.run([*command, "--since", "2999-01-01"], env=env, capture_output=True, text=True, timeout=120)
-    assert chosen.returncode == 0 and "none matching --project / --since" in chosen.stderr, chosen.stderr
-    assert f"in {home / '.claude' / 'projects'}; 2 there" in chosen.stderr and "backfill [" not in chosen.stderr
-    nobody = subprocess.run([*command, "--client", "cursor"], env=env, capture_output=True, text=True, timeout=120)
-    assert nobody.returncode == 0, nobody.stderr
-    assert f"{home / '.cursor' / 'projects'} does not exist" in nobody.stderr and "Nothing was stored" in nobody.stderr
