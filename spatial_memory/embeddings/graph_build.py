@@ -23,6 +23,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 from . import bert_onnx
 
@@ -118,10 +119,20 @@ def _quantise(source: Path, target: Path) -> Path:
     return target
 
 
+def onnxruntime_module() -> Any:
+    """onnxruntime, imported with its telemetry events off. The load-time switch is
+    ORT_DISABLE_TELEMETRY (spatial_memory/__init__.py); this is the run-time one, for a process that
+    imported onnxruntime some other way first. Every module of ours takes onnxruntime from here."""
+    import onnxruntime  # loads with the model, never before tools/list
+
+    onnxruntime.disable_telemetry_events()
+    return onnxruntime
+
+
 def _optimise(source: Path, target: Path) -> None:
     """onnxruntime's optimisations up to EXTENDED (fusions such as attention and layer norm; not
     ALL's hardware-specific layouts), saved with every weight of 1 KB or more in target.data."""
-    import onnxruntime as ort  # loads with the model, never before tools/list
+    ort = onnxruntime_module()
 
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED

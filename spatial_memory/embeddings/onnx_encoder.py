@@ -60,8 +60,7 @@ def content_fingerprint(model_dir: Path, precision: str = "fp32") -> str:
     """What the graph is built from: the weights' and config's bytes, the builder's version, the
     path, and the onnxruntime that optimised it (its fused operators are its own); never where
     the model is installed or when."""
-    # onnxruntime loads with the model, in the warm-up thread, never before tools/list.
-    import onnxruntime
+    onnxruntime = graph_build.onnxruntime_module()  # loads with the model, in the warm-up thread
 
     graph = f"bert-mean-pooling-v{bert_onnx.GRAPH_VERSION}-{precision}-ort{onnxruntime.__version__}"
     digest = hashlib.sha256(graph.encode())
@@ -194,8 +193,9 @@ class OnnxSentenceEncoder:
         batch_size: int = DEFAULT_BATCH_ROWS,
     ) -> None:
         # onnxruntime and tokenizers load with the model, in the warm-up thread, never before tools/list.
-        import onnxruntime as ort
         from tokenizers import Tokenizer
+
+        ort = graph_build.onnxruntime_module()
 
         onnx_path = graph_path(model_dir, cache_dir, precision)
         options = ort.SessionOptions()
