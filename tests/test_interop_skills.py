@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from .interop.node import NodeTools, node_tools, run_scenario
+from .interop.node import run_scenario
 from .reliability import new_store
 from .test_interop_typescript import server_spec
 
@@ -37,11 +37,6 @@ def succeeded(answer: dict) -> dict:
     result = answer["result"]
     assert not result.get("isError"), result
     return result["structuredContent"]
-
-
-@pytest.fixture(scope="module")
-def node() -> NodeTools:
-    return node_tools()
 
 
 def test_a_procedure_through_the_typescript_2_4_client_is_a_verified_skill(node, tmp_path: Path, bundled_models):

@@ -36,7 +36,7 @@ from mcp.shared.exceptions import MCPError
 
 from spatial_memory.auth import tokens
 
-from .interop.node import NodeTools, TsClient, node_tools
+from .interop.node import TsClient
 from .reliability import server_args, server_env
 from .test_interop_typescript import every_tool_steps, exchange_env, seed_memories, succeeded, typed_error
 
@@ -159,11 +159,6 @@ def team(tmp_path_factory) -> Iterator[Team]:
     team.start()
     yield team
     team.stop()
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @asynccontextmanager
@@ -664,11 +659,6 @@ def test_tokens_are_shown_once_and_stored_hashed(tmp_path, capsys):
 
 
 # ---- (e) the TypeScript SDK client over streamable HTTP -----------------------------------------
-
-
-@pytest.fixture(scope="module")
-def node() -> NodeTools:
-    return node_tools()
 
 
 def test_every_tool_works_through_the_typescript_client_over_http(anyio_backend, team, victim, node, tmp_path):
