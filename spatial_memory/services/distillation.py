@@ -47,7 +47,7 @@ def distill(
     max_groups: int,
     provenance: Provenance | None,
 ) -> ConsolidateResult:
-    # Not at the top: text/details.py reads text/extraction.py, whose rule table takes ~40 ms to
+    # Not at the top: text/details.py reads text/extraction.py, whose rule table is slow to
     # compile: paid by the first distill, not by every server's start.
     from ..text.details import split_opposed
 
