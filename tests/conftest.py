@@ -6,12 +6,20 @@ import hashlib
 import json
 import re
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from spatial_memory.config import Settings
+from spatial_memory.runtime.resources import Resources
+from spatial_memory.server.app import App
+from spatial_memory.storage.records import MemoryRecord, NewMemory
+from spatial_memory.storage.store import MemoryStore
+
+from .interop.node import NodeTools, node_tools
 
 
 class HashEmbedder:
@@ -89,14 +97,32 @@ def tools_built_once_per_schema():
     app_module.build_tools = build
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def anyio_backend() -> str:
+    """The one async backend of every anyio test (session-scoped: module-scoped async fixtures use it)."""
     return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def node() -> NodeTools:
+    """Node and the npm packages the TypeScript clients and the inspector need (installed once)."""
+    return node_tools()
+
+
+def settings_at(root: Path, **kw) -> Settings:
+    """A test's settings: a store at `root`, nothing preloaded, access counts flushed quickly."""
+    return Settings(path=root, preload=False, access_flush_seconds=0.05, **kw)
 
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
-    return Settings(path=tmp_path / "store", preload=False, access_flush_seconds=0.05)
+    return settings_at(tmp_path / "store")
+
+
+@pytest.fixture
+def source_settings(tmp_path: Path) -> Settings:
+    """Settings of a second store beside `settings`' (an export's source)."""
+    return settings_at(tmp_path / "source")
 
 
 @pytest.fixture
@@ -210,3 +236,64 @@ async def call(client, name: str, **arguments) -> dict:
     body = data(result)
     assert not result.is_error, body
     return body
+
+
+# ---- the services on a temp store at a frozen moment (lifecycle, consolidation) ----------
+
+NOW = datetime(2025, 6, 1, 12, 0, tzinfo=timezone.utc)
+DAY = timedelta(days=1)
+
+
+@dataclass
+class Env:
+    """The services as the server wires them (server/app.py), on a temp store."""
+
+    app: App
+
+    @property
+    def resources(self) -> Resources:
+        return self.app.resources
+
+    @property
+    def memory(self):
+        return self.app.memory
+
+    @property
+    def lifecycle(self):
+        return self.app.lifecycle
+
+    @property
+    def store(self) -> MemoryStore:
+        return self.resources.store()
+
+    def put(
+        self,
+        content: str,
+        *,
+        namespace: str = "default",
+        importance: float = 0.5,
+        age_days: float = 0.0,
+        accessed_days_ago: float | None = None,
+        access_count: int = 0,
+        tags: list[str] | None = None,
+        metadata: dict | None = None,
+    ) -> MemoryRecord:
+        (record,) = self.memory.build_records(
+            [NewMemory(content, namespace=namespace, tags=tags or [], importance=importance, metadata=metadata or {})]
+        )
+        created = NOW - age_days * DAY
+        accessed = NOW - (age_days if accessed_days_ago is None else accessed_days_ago) * DAY
+        record = replace(
+            record, created_at=created, updated_at=created, last_accessed=accessed, access_count=access_count
+        )
+        self.store.add([record])
+        return record
+
+    def get(self, memory_id: str) -> MemoryRecord | None:
+        return self.store.get(memory_id, with_vector=True)
+
+
+@pytest.fixture
+def env(settings, fake_embedder) -> Env:
+    resources = Resources(settings, fake_embedder)
+    return Env(App(resources))

@@ -7,52 +7,58 @@ arrow as one at the top of a module (it only runs later), and so is one under TY
 from __future__ import annotations
 
 import ast
+import re
+import sys
+import textwrap
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "spatial_memory"
+DOC = PACKAGE.parent / "docs" / "ARCHITECTURE.md"
+BEGIN = "<!-- layers: generated from tests/test_architecture.py's FLOORS by `python -m tests.test_architecture` -->"
+END = "<!-- layers: end -->"
 
-# Layers from the bottom up (docs/ARCHITECTURE.md, "Layers"): a module may import its own unit and
-# units of strictly lower layers, nothing else. A unit is a package, a module, or a module of a
-# package whose parts live on different floors (the longest matching prefix names a module's unit).
-LAYERS: tuple[tuple[str, ...], ...] = (
-    # pure: numpy and the standard library only; the lancedb import without its REST client, and
-    # the exact search's one BLAS thread (storage's primitives: they import nothing of ours)
-    ("algorithms", "errors", "limits", "tool_profiles", "storage.lancedb_import", "storage.blas", ""),
-    # pure text rules; process primitives: heavy imports, the heap, exiting, cancellation; the atlas's
-    # name and its page (static files read as text)
+# Layers from the bottom up, each with what it is (docs/ARCHITECTURE.md, "Layers", is generated from
+# this: `python -m tests.test_architecture`): a module may import its own unit and units of strictly
+# lower layers, nothing else. A unit is a package, a module, or a module of a package whose parts
+# live on different floors (the longest matching prefix names a module's unit).
+FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
-        "text",
-        "runtime.imports",
-        "runtime.heap",
-        "runtime.shutdown",
-        "transport.cancellation",
-        "transport.progress",
-        "atlas",
-        "atlas.page",
+        "pure: numpy and the standard library only; storage's primitives, lancedb without its REST client "
+        "and the exact search's one BLAS thread; the package's version (import nothing of ours)",
+        ("algorithms", "errors", "limits", "tool_profiles", "storage.lancedb_import", "storage.blas", ""),
     ),
-    ("config",),
-    # docs/SETTINGS.md, generated from config.py's field descriptions
-    ("settings_doc",),
-    # the opening answers and the stdio pipes; the models
-    ("transport", "embeddings", "storage.filters"),
-    # a principal's namespaces, as filters (the confined store applies them)
-    ("auth.scope",),
-    ("storage",),
-    ("validation", "runtime", "procedures"),
-    ("portability", "auth"),
-    ("services",),
-    # every service wired once: what the server and capture share
-    ("app",),
-    # the atlas page's operations: service calls on the App it is handed
-    ("capture", "atlas.api"),
-    # quality measurements the benchmarks and tests share (the server never imports them)
-    ("tools", "evaluation"),
-    # the atlas's web servers: the page and its operations, run as the tools run
-    ("atlas.server",),
-    ("server",),
-    ("cli",),
-    ("__main__",),
+    (
+        "pure text rules; the process primitives: heavy imports, the heap, exiting, a request's cancellation "
+        "and progress",
+        ("text", "runtime.imports", "runtime.heap", "runtime.shutdown", "transport.cancellation", "transport.progress"),
+    ),
+    ("the settings", ("config",)),
+    ("docs/SETTINGS.md, generated from config.py's field descriptions", ("settings_doc",)),
+    (
+        "the opening answers and the stdio pipes; the models; filters from typed values",
+        ("transport", "embeddings", "storage.filters"),
+    ),
+    ("a principal's namespaces, as filters (the confined store applies them)", ("auth.scope",)),
+    ("everything that talks to LanceDB", ("storage",)),
+    (
+        "checks on values about to be stored; the process's resources (the store, the model, upkeep); "
+        "a procedure in a memory and its SKILL.md",
+        ("validation", "runtime", "procedures"),
+    ),
+    ("export and import files; a team server's authorization", ("portability", "auth")),
+    ("the operations, one service per job", ("services",)),
+    ("every service wired once: what the server, capture and the atlas share", ("app",)),
+    ("client hooks, their spool and the ingester", ("capture",)),
+    (
+        "the tools; quality measurements the benchmarks and tests share (the server never imports them)",
+        ("tools", "evaluation"),
+    ),
+    ("the memory's map for people: its page, its operations and web servers, run as the tools run", ("atlas",)),
+    ("the MCP server: wires the App, the tools, resources, prompts and transports", ("server",)),
+    ("the command line", ("cli",)),
+    ("`python -m spatial_memory`", ("__main__",)),
 )
+LAYERS: tuple[tuple[str, ...], ...] = tuple(units for _, units in FLOORS)
 
 # Units that may import nothing of ours at all (the root package is only its version string).
 LEAVES = {"algorithms", "errors", "limits", "tool_profiles", "storage.lancedb_import", "storage.blas", ""}
@@ -245,3 +251,61 @@ def test_the_check_sees_every_kind_of_import(tmp_path):
     assert unit("spatial_memory.runtime.imports") == "runtime.imports"
     assert unit("spatial_memory.runtime.resources") == "runtime"
     assert layer(unit("spatial_memory.services.search")) > layer(unit("spatial_memory.storage.store"))
+
+
+# ---- docs/ARCHITECTURE.md: its layers generated from FLOORS, its rooms checked against the package ----
+
+
+def room(unit_name: str) -> str:
+    """How the docs name a unit: `storage/` for a package, `storage/blas.py` for a module."""
+    if not unit_name:
+        return "`__init__.py` (the version)"
+    path = PACKAGE.joinpath(*unit_name.split("."))
+    return f"`{path.relative_to(PACKAGE)}/`" if path.is_dir() else f"`{path.relative_to(PACKAGE)}.py`"
+
+
+def layers_markdown() -> str:
+    """The numbered list of docs/ARCHITECTURE.md's layers, bottom first."""
+    items = []
+    for number, (note, units) in enumerate(FLOORS, 1):
+        text = f"{number}. {', '.join(room(u) for u in units)}: {note}"
+        items.append(textwrap.fill(text, 100, subsequent_indent=" " * (len(str(number)) + 2), break_on_hyphens=False))
+    return "\n".join(items)
+
+
+def doc_with_layers(text: str) -> str:
+    head, rest = text.split(BEGIN, 1)
+    return f"{head}{BEGIN}\n{layers_markdown()}\n{END}{rest.split(END, 1)[1]}"
+
+
+def test_the_architecture_doc_lists_these_layers():
+    text = DOC.read_text()
+    assert BEGIN in text and END in text, f"docs/ARCHITECTURE.md lost its generated layers ({BEGIN})"
+    assert doc_with_layers(text) == text, "docs/ARCHITECTURE.md's layers are stale: python -m tests.test_architecture"
+
+
+def rooms_block() -> str:
+    return DOC.read_text().split("## Rooms", 1)[1].split("```", 2)[1]
+
+
+def test_the_architecture_doc_names_every_room():
+    """Every package is a folder of the rooms tree, every module is named in it, and every file it
+    names exists: a new module is placed there, a moved or removed one leaves it."""
+    block = rooms_block()
+    folders = {line.strip().split()[0] for line in block.splitlines() if line.strip().split()[:1] != []}
+    files = {path.name for path in PACKAGE.rglob("*.py")}
+    packages = sorted(p for p in PACKAGE.rglob("*") if p.is_dir() and (p / "__init__.py").exists())
+    unnamed = [f"{p.relative_to(PACKAGE)}/" for p in packages if f"{p.name}/" not in folders and p != PACKAGE]
+    unnamed += [
+        str(path.relative_to(PACKAGE))
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path.name != "__init__.py" and not re.search(rf"(?<![\w.]){re.escape(path.name)}\b", block)
+    ]
+    assert not unnamed, f"not in docs/ARCHITECTURE.md's rooms: {unnamed}"
+    stale = sorted({name for name in re.findall(r"\w+\.py\b", block) if name not in files})
+    assert not stale, f"docs/ARCHITECTURE.md's rooms name files that do not exist: {stale}"
+
+
+if __name__ == "__main__":
+    DOC.write_text(doc_with_layers(DOC.read_text()))
+    sys.stdout.write(f"wrote {DOC}\n")

@@ -10,8 +10,8 @@ import re
 import numpy as np
 import pytest
 
-from spatial_memory.atlas import ATLAS_URI, MCP_APP_MIME
 from spatial_memory.text.wordiff import word_diff, words
+from spatial_memory.tools.atlas_app import ATLAS_URI, MCP_APP_MIME
 
 from .conftest import data
 

@@ -17,15 +17,10 @@ from typing import Any
 import pytest
 
 from .http_server import HttpServer
-from .interop.node import TsClient, node_tools
+from .interop.node import TsClient
 from .reliability import new_store, stdio_params
 from .test_interop_typescript import NS, every_tool_steps, exchange_env, lean_text, seed_memories, server_spec
 from .test_team_server import substitute
-
-
-@pytest.fixture(scope="module")
-def node():
-    return node_tools()
 
 
 def ok(answer: dict[str, Any]) -> dict[str, Any]:
@@ -113,11 +108,6 @@ async def test_the_python_client_at_2026_drives_every_tool(tmp_path, transport):
             listed, outputs = await run(server.url)
     facts(outputs, seeds)
     assert set(listed) == {s["call"] for s in steps}
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def _doomed_steps() -> list[dict[str, Any]]:

@@ -208,11 +208,6 @@ def test_match_text_examples():
 # ---- hybrid_recall through MCP -------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"  # module-scoped, for the module-scoped server below
-
-
 async def _write_corpus(client) -> dict[str, str]:
     texts = {
         "fox": "The quick brown fox jumps over the lazy dog",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from .interop.node import NodeTools, TsClient, node_tools, run_scenario
+from .interop.node import TsClient, run_scenario
 from .reliability import new_store
 from .test_interop_typescript import server_spec
 from .test_procedures_learned import fix_session
@@ -40,11 +40,6 @@ def succeeded(answer: dict) -> dict:
     result = answer["result"]
     assert not result.get("isError"), result
     return result["structuredContent"]
-
-
-@pytest.fixture(scope="module")
-def node() -> NodeTools:
-    return node_tools()
 
 
 @pytest.mark.parametrize("version", list(VERSIONS))

@@ -36,7 +36,7 @@ from spatial_memory.tools import (
 )
 from spatial_memory.tools.lean import lean
 
-from .interop.node import NodeTools, TsClient, node_tools, run_scenario
+from .interop.node import NodeTools, TsClient, run_scenario
 from .reliability import new_store, server_args, server_env
 
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
@@ -89,11 +89,6 @@ def seed_memories() -> list[dict[str, Any]]:
 
 
 # ---- plumbing -------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def node() -> NodeTools:
-    return node_tools()
 
 
 def server_spec(store: Path, *, fake: bool = True, **env: str) -> dict[str, Any]:

@@ -18,11 +18,6 @@ NS = "progress"
 WORDS = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa".split()
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def items(n: int, namespace: str = NS) -> list[dict]:
     """Distinct texts of a few dozen tokens each: enough model work for several progress reports."""
     return [

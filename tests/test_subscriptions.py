@@ -31,11 +31,6 @@ warnings.filterwarnings("ignore", message=".*deprecated.*")
 NS = "watched"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 class Notes:
     """Every notification the client gets."""
 

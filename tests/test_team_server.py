@@ -36,7 +36,7 @@ from mcp.shared.exceptions import MCPError
 
 from spatial_memory.auth import tokens
 
-from .interop.node import NodeTools, TsClient, node_tools
+from .interop.node import TsClient
 from .reliability import server_args, server_env
 from .test_interop_typescript import every_tool_steps, exchange_env, seed_memories, succeeded, typed_error
 
@@ -159,11 +159,6 @@ def team(tmp_path_factory) -> Iterator[Team]:
     team.start()
     yield team
     team.stop()
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @asynccontextmanager
@@ -487,6 +482,52 @@ def test_every_argument_naming_a_namespace_is_checked(tmp_path):
     assert named and named <= scope._NAMESPACE_ARGUMENTS | scope._NAMESPACE_LISTS
 
 
+def test_a_new_store_method_is_the_parts_method_plus_one_line(tmp_path, monkeypatch):
+    """The store's surface is said once (storage/protocol.py): one `Member` line makes a part's
+    method a method of MemoryStore and, confined as the line says, of ConfinedStore; a line
+    without a confinement is refused on the confined store (it fails closed). Every member written
+    out is written out, and ConfinedStore has no public method the surface does not declare."""
+    import numpy as np
+
+    from spatial_memory.auth.scope import NamespaceScope
+    from spatial_memory.storage import confinement
+    from spatial_memory.storage.confined import ConfinedStore
+    from spatial_memory.storage.protocol import Store, members
+    from spatial_memory.storage.reads import Reads
+    from spatial_memory.storage.records import MemoryRecord, new_id
+    from spatial_memory.storage.store import MemoryStore
+    from spatial_memory.storage.surface import Member, WrittenOut
+
+    declared = members()
+    written_out = {n for n, m in declared.items() if isinstance(m, Member) and isinstance(m.confined, WrittenOut)}
+    assert written_out and written_out <= set(vars(ConfinedStore))
+    own = {n for n, v in vars(ConfinedStore).items() if callable(v) and not n.startswith("_")}
+    helpers = {"wraps", "visible", "readable", "readable_ids", "between_mine", "check_writes", "check_namespace_write"}
+    assert own - helpers - set(declared) == {"health_facts"}  # each store says its own health facts
+    assert all(
+        isinstance(m.confined, object) and m.confined is not None for m in declared.values() if isinstance(m, Member)
+    )
+
+    # The one line: a part's method (here Reads.scan under another name), confined as a read of records.
+    line = Member("reads", Reads.scan, confinement.RECORDS)
+    monkeypatch.setattr(Store, "scan_again", line, raising=False)
+    line.__set_name__(Store, "scan_again")
+    store = MemoryStore(tmp_path / "db", "m", 4)
+    confined = ConfinedStore(store, NamespaceScope.of("mallory", ["mine"]))
+    vector = np.ones(4, np.float32) / 2
+    store.add([MemoryRecord(id=new_id(), content=ns, vector=vector, namespace=ns) for ns in ("mine", "victim")])
+    assert sorted(r.namespace for r in store.scan_again()) == ["mine", "victim"]
+    assert [r.namespace for r in confined.scan_again()] == ["mine"]
+
+    # The same line without a confinement: MemoryStore has it, a principal does not.
+    unconfined = Member("reads", Reads.scan, None)
+    monkeypatch.setattr(Store, "scan_unconfined", unconfined, raising=False)
+    unconfined.__set_name__(Store, "scan_unconfined")
+    assert len(store.scan_unconfined()) == 2
+    with pytest.raises(AttributeError):
+        confined.scan_unconfined()
+
+
 def test_every_store_method_a_service_may_call_is_confined(tmp_path):
     """Each member of the Store protocol (what services call) is confined one way or another in
     storage/confined.py, both stores satisfy the protocol, and anything else a MemoryStore has
@@ -665,11 +706,6 @@ def test_tokens_are_shown_once_and_stored_hashed(tmp_path, capsys):
 
 
 # ---- (e) the TypeScript SDK client over streamable HTTP -----------------------------------------
-
-
-@pytest.fixture(scope="module")
-def node() -> NodeTools:
-    return node_tools()
 
 
 def test_every_tool_works_through_the_typescript_client_over_http(anyio_backend, team, victim, node, tmp_path):

@@ -1,7 +1,7 @@
 """HDBSCAN with excess-of-mass cluster selection, in numpy and scipy.
 
-Importing scikit-learn's HDBSCAN costs 0.7-1.1 s and ~80 MB in a fresh process, more than
-clustering a 500-memory map takes. This module computes the same clustering as
+Importing scikit-learn's HDBSCAN costs more time and memory in a fresh process than
+clustering a 500-memory map takes (docs/BENCHMARKS.md). This module computes the same clustering as
 ``sklearn.cluster.HDBSCAN(min_cluster_size, min_samples)`` with its defaults otherwise
 (``cluster_selection_method="eom"``, no single cluster, no epsilon), following its steps:
 core distances, the mutual reachability graph, its minimum spanning tree, the single linkage

@@ -1,7 +1,7 @@
 """UMAP's layout in numpy: fuzzy k-NN graph, then SGD with negative sampling.
 
-umap-learn compiles ~40 numba functions it does not cache on disk: ~15 s in every fresh process
-on 2 cores before the first map, and ~250 MB of RSS for numba and LLVM. This module follows the
+umap-learn compiles numba functions it does not cache on disk: seconds in every fresh process
+before the first map, and the RSS of numba and LLVM (docs/BENCHMARKS.md). This module follows the
 same algorithm (McInnes et al. 2018; umap-learn 0.5: smooth k-NN distances, fuzzy union, a/b
 curve, epochs-per-sample schedule, negative sampling, `move_other`) with nothing to compile.
 
@@ -50,7 +50,7 @@ def umap_layout(
     head, tail, weights = head[keep], tail[keep], weights[keep]
 
     rng = np.random.default_rng(random_state)
-    # pca.py's one eigendecomposition of the 384 x 384 covariance (~20 ms): scipy's Lanczos solver
+    # pca.py's one eigendecomposition of the 384 x 384 covariance: scipy's Lanczos solver
     # needs less CPU, but importing scipy.sparse.linalg costs more than that before a first map.
     init = pca_reduce(unit, n_components)
     span = np.abs(init).max()
@@ -124,7 +124,7 @@ def smooth_knn_distances(knn_dists: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
 
 # curve_parameters(0.1) (visualize) and (0.5) (the atlas): importing scipy.optimize to fit them
-# costs ~0.5 s of CPU.
+# costs more than the map (docs/BENCHMARKS.md, "Figures moved from code comments").
 _KNOWN_CURVES = {
     (0.1, 1.0): (1.5769434602697652, 0.8950608778515733),
     (0.5, 1.0): (0.5830300203414425, 1.3341669924314914),

@@ -5,12 +5,7 @@ page.py     the app as one self-contained HTML document (the MCP App resource) o
 api.py      the page's JSON operations, each one call of the services the tools call
 server.py   the local web server (`spatial-memory ui`) and the team server's /ui routes
 
-Nothing here is imported before it is used: the MCP server only needs the constants below.
+Nothing here is imported before it is used. The names the tools give the app (its URI, its MIME
+type) are tools/atlas_app.py's: the atlas sits above the tools, whose way of running work its
+server shares.
 """
-
-from __future__ import annotations
-
-ATLAS_URI = "ui://spatial-memory/atlas"
-MCP_APP_MIME = "text/html;profile=mcp-app"
-# A tool's `_meta` naming the app that shows its results (MCP Apps, SEP-1865).
-TOOL_META = {"ui": {"resourceUri": ATLAS_URI}}

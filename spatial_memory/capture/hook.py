@@ -241,7 +241,7 @@ def _warn(message: str) -> None:
 
 
 def main(argv: Sequence[str]) -> int:
-    """`hook [--client C] [--store PATH] EVENT`, parsed by hand: argparse costs the hook 10 ms."""
+    """`hook [--client C] [--store PATH] EVENT`, parsed by hand: importing argparse would slow every hook."""
     args = list(argv)
     if not args or any(a in ("-h", "--help") for a in args):
         sys.stderr.write(USAGE)

@@ -286,7 +286,7 @@ def from_text(text: str, speaker: str, *, ref: str | None = None, occurred_at: s
     """The memorable statements of a prompt or message (text/extraction.py's rules)."""
     if not text or len(text.strip()) < MIN_TEXT_CHARS:
         return []
-    from ..text.extraction import extract_candidates  # 40 ms of regex compiling: only when there is text
+    from ..text.extraction import extract_candidates  # its regexes compile slowly: only when there is text
 
     candidates = extract_candidates(text, min_confidence=MIN_CONFIDENCE)
     best = sorted(candidates, key=lambda c: -c.confidence)[:MAX_PER_MESSAGE]

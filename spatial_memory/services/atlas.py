@@ -234,8 +234,8 @@ class AtlasService(Service):
             if self._layout is None:
                 self._layout = _load(self._saved)
             records = _rows(store.scan_arrow(COLUMNS))
-            # One BLAS thread: on a busy host a split product waits for a core (storage/blas.py);
-            # measured on the layout of 1,500 memories under load, 2.4-2.6 s against 3.1-3.9 s.
+            # One BLAS thread: on a busy host a split product waits for a core (storage/blas.py,
+            # docs/BENCHMARKS.md).
             with OneBlasThread()():
                 layout, how = self._follow(records, version)
             if layout is not self._layout:

@@ -143,7 +143,7 @@ class ConsolidationService(Service):
     def _duplicate_groups(records: list[MemoryRecord], vectors: np.ndarray, threshold: float) -> list[list[int]]:
         """Near-duplicate groups (complete linkage) among memories with equal detail signatures,
         split where two members use opposite words (see spatial_memory.text.details)."""
-        # Not at the top: text/details.py reads text/extraction.py, whose rule table takes ~40 ms to
+        # Not at the top: text/details.py reads text/extraction.py, whose rule table is slow to
         # compile: paid by the first consolidate, not by every server's start.
         from ..text.details import detail_signature, split_opposed
 

@@ -76,7 +76,7 @@ class ExtractionService(Service):
 
 
 def _candidates(text: str, min_confidence: float) -> list:
-    # Here, not at the top: compiling the rule table's expressions takes ~40 ms, paid by the first
+    # Here, not at the top: compiling the rule table's expressions is slow, paid by the first
     # extract rather than by every server's start (the services are built in the lifespan).
     from ..text.extraction import extract_candidates
 

@@ -42,7 +42,7 @@ class LookAlike:
 def _specifics(text: str) -> tuple[tuple[frozenset[str], bool], tuple[int, ...]]:
     """(detail signature, polarity) of a text: kept, as a batch compares each new memory with up to
     LOOK_ALIKES stored ones and the same stored ones come back batch after batch."""
-    # Not at the top: text/details.py reads text/extraction.py, whose rule table takes ~40 ms to
+    # Not at the top: text/details.py reads text/extraction.py, whose rule table is slow to
     # compile: paid by the first write that needs it, not by every server's start.
     from ..text.details import specifics
 
@@ -51,7 +51,7 @@ def _specifics(text: str) -> tuple[tuple[frozenset[str], bool], tuple[int, ...]]
 
 def relation(new_text: str, stored_text: str, similarity: float, settings: Settings) -> str | None:
     """DUPLICATE, CONTRADICTION or None for a stored memory this similar to a new one."""
-    # Not at the top: text/details.py reads text/extraction.py, whose rule table takes ~40 ms to
+    # Not at the top: text/details.py reads text/extraction.py, whose rule table is slow to
     # compile: paid by the first write that needs it, not by every server's start.
     from ..text.details import opposed
 

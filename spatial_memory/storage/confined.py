@@ -2,23 +2,24 @@
 
 Every service reaches the store through `Resources.store()`; a principal's requests get this
 wrapper instead (auth/principal.py builds it), so a service that forgets a namespace check still
-cannot read or change another principal's memories. It wraps the `Store` protocol (protocol.py),
-and each member of the protocol is confined in exactly one of four ways:
+cannot read or change another principal's memories. It is a `Store` (protocol.py), whose every
+member says once how a principal is confined on it, and serves each as said:
 
-- `_FACTS`: facts about the store itself, not about any memory, passed through;
-- `_READS`: the method's `flt` argument (when it has one) is intersected with the principal's
-  readable namespaces (a typed SQL clause from auth/scope.py), and what it returns is checked again
-  by the function listed beside it: every record, hit, candidate, row and relation outside the
-  scope is dropped;
-- `_WRITES`: the method's `flt` argument is confined to the writable namespaces, and the check
-  beside it refuses a written record outside them, or a write to an id that already belongs to a
-  namespace the principal cannot write (an imported file naming a foreign id must not overwrite it);
-- methods written out below, for the few whose arguments change (ids narrowed to the readable
-  ones) or whose answer is built anew (counts, the relation graph).
+- `PASSED`: facts about the store itself, not about any memory, and the locks, as they are;
+- a read (`Read`): the method's `flt` argument (when it has one) is intersected with the
+  principal's readable namespaces (a typed SQL clause from auth/scope.py), and what it returns is
+  checked again by the check named beside it (confinement.py): every record, hit, candidate, row
+  and relation outside the scope is dropped;
+- a write (`Write`): the method's `flt` argument is confined to the writable namespaces, and the
+  check beside it refuses a written record outside them, or a write to an id that already belongs
+  to a namespace the principal cannot write (an imported file naming a foreign id must not
+  overwrite it);
+- `WRITTEN_OUT`: the methods written out below, whose arguments change (ids narrowed to the
+  readable ones) or whose answer is built anew (counts, the relation graph).
 
 Anything else does not exist for a confined request (AttributeError, an internal error): a store
-method a service starts using fails closed until the protocol and this module list it, and
-tests/test_team_server.py checks that every member of the protocol is confined here.
+member without a confinement fails closed, and tests/test_team_server.py checks that every member
+of the surface has one.
 
 Memories outside the scope are simply absent, so id-based tools answer MemoryNotFoundError
 for them, exactly as for an id that never existed.
@@ -30,20 +31,21 @@ import functools
 import inspect
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol
-
-import pyarrow as pa
+from typing import Any, Protocol, TypeVar
 
 from ..errors import MemoryNotFoundError
-from .candidates import Candidates
+from .co_recall import MIN_STRENGTH
 from .filters import MAX_LIST_VALUES, Filter, both, build_filter
 from .history import RetiredState
 from .protocol import Store
-from .records import ContentMatch, MemoryRecord, ScoredMemory
+from .records import MemoryRecord
 from .relations import Relation, RelationGraph
+from .surface import Fact, Member, Passed, Read, Write, WrittenOut
+
+R = TypeVar("R")
 
 
-class Scope(Protocol):
+class NamespacePermissions(Protocol):
     """The namespaces one principal may read and write (auth/scope.py's NamespaceScope)."""
 
     def can_read(self, namespace: str) -> bool: ...
@@ -60,36 +62,53 @@ class Scope(Protocol):
         """The writable namespaces, as a filter."""
 
 
-class ConfinedStore:
-    def __init__(self, store: Store, scope: Scope) -> None:
+class ConfinedStore(Store):
+    def __init__(self, store: Store, scope: NamespacePermissions) -> None:
         self._store = store
         self._scope = scope
         self._lock = threading.Lock()
         self._ids: tuple[int, frozenset[str]] | None = None
         self._graph: tuple[Any, RelationGraph] | None = None
 
-    def __getattr__(self, name: str) -> Any:
-        if name in _FACTS:
-            return getattr(self._store, name)
-        if name in _READS:
-            return functools.partial(self._call, name, _READS[name], write=False)
-        if name in _WRITES:
-            return functools.partial(self._call, name, _WRITES[name], write=True)
-        raise AttributeError(f"Store.{name} is not available to a confined request (storage/confined.py)")
+    # ---- how the surface is served: confined as each member says (protocol.py) -------------------
 
-    def _call(self, name: str, check: Callable[[ConfinedStore, Any], Any], *args: Any, write: bool, **kwargs: Any):
-        """Call the store's `name` with its `flt` argument confined; `check` then sees the arguments
-        by name (a write, before the call) or the result (a read, which it returns confined)."""
-        at = _filter_position(name)
-        if at is not None:
-            if len(args) > at:
-                args = (*args[:at], self._confine(args[at], write=write), *args[at + 1 :])
-            else:
-                kwargs["flt"] = self._confine(kwargs.get("flt"), write=write)
-        if write:
-            check(self, _signature(name).bind(*args, **kwargs).arguments)
-        result = getattr(self._store, name)(*args, **kwargs)
-        return result if write else check(self, result)
+    def _fact(self, fact: Fact[Any]) -> Any:
+        return getattr(self._store, fact.name)
+
+    def _serve(self, member: Member[..., Any]) -> Callable[..., Any]:
+        confined = member.confined
+        if isinstance(confined, Passed):
+            return getattr(self._store, member.name)
+        if isinstance(confined, Read):
+            return functools.partial(self._read, member, confined)
+        if isinstance(confined, Write):
+            return functools.partial(self._write, member, confined)
+        # WrittenOut is served by the method of that name below; anything else fails closed
+        raise AttributeError(f"Store.{member.name} is not available to a confined request (storage/confined.py)")
+
+    def _read(self, member: Member[..., R], read: Read[R], *args: Any, **kwargs: Any) -> R:
+        """The store's `member` with its `flt` argument confined to the readable namespaces, and
+        what it returns checked again."""
+        args, kwargs = self._confined_filter(member, args, kwargs, write=False)
+        found: R = getattr(self._store, member.name)(*args, **kwargs)
+        return read.check(self, found)
+
+    def _write(self, member: Member[..., Any], write: Write, *args: Any, **kwargs: Any) -> Any:
+        """The store's `member` with its `flt` argument confined to the writable namespaces, after
+        its check has seen the arguments by name."""
+        args, kwargs = self._confined_filter(member, args, kwargs, write=True)
+        write.check(self, _signature(member).bind(*args, **kwargs).arguments)
+        return getattr(self._store, member.name)(*args, **kwargs)
+
+    def _confined_filter(
+        self, member: Member[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *, write: bool
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        at = _filter_position(member)
+        if at is None:
+            return args, kwargs
+        if len(args) > at:
+            return (*args[:at], self._confine(args[at], write=write), *args[at + 1 :]), kwargs
+        return args, {**kwargs, "flt": self._confine(kwargs.get("flt"), write=write)}
 
     def wraps(self, store: Store) -> bool:
         return self._store is store
@@ -168,12 +187,14 @@ class ConfinedStore:
 
     def pinned(self, namespace: str | None, limit: int) -> list[MemoryRecord]:
         if namespace is not None:
-            return _records(self, self._store.pinned(namespace, limit)) if self.readable(namespace) else []
+            return (
+                [r for r in self._store.pinned(namespace, limit) if self.visible(r)] if self.readable(namespace) else []
+            )
         found: list[MemoryRecord] = []
         for info in self.namespaces():
             found += self._store.pinned(info.name, limit)
         found.sort(key=lambda r: (-r.importance, r.created_at, r.id))
-        return _records(self, found[:limit])
+        return [r for r in found[:limit] if self.visible(r)]
 
     def relation_graph(self) -> RelationGraph:
         graph = self._store.relation_graph()
@@ -190,9 +211,9 @@ class ConfinedStore:
         mine = self.readable_ids()
         return self.between_mine(self._store.relations_of([i for i in ids if i in mine]))
 
-    def co_recall_links(self, ids: Iterable[str], **options: Any) -> list[tuple[str, str, float]]:
+    def co_recall_links(self, ids: Iterable[str], *, minimum: float = MIN_STRENGTH) -> list[tuple[str, str, float]]:
         mine = self.readable_ids()
-        links = self._store.co_recall_links([i for i in ids if i in mine], **options)
+        links = self._store.co_recall_links([i for i in ids if i in mine], minimum=minimum)
         return [link for link in links if link[0] in mine and link[1] in mine]
 
     def delete_ids(self, ids: Iterable[str]) -> list[str]:
@@ -230,181 +251,35 @@ class ConfinedStore:
 
 
 @functools.cache
-def _signature(name: str) -> inspect.Signature:
-    """The protocol's signature of `name`, without `self`."""
-    signature = inspect.signature(getattr(Store, name))
+def _signature(member: Member[..., Any]) -> inspect.Signature:
+    """The part's signature of the member, without `self`."""
+    signature = inspect.signature(member.method)
     return signature.replace(parameters=list(signature.parameters.values())[1:])
 
 
 @functools.cache
-def _filter_position(name: str) -> int | None:
-    """Where the protocol's method `name` takes its `flt` argument when passed by position; None
-    when it has none."""
-    for position, parameter in enumerate(_signature(name).parameters.values()):
+def _filter_position(member: Member[..., Any]) -> int | None:
+    """Where the member takes its `flt` argument when passed by position; None when it has none."""
+    for position, parameter in enumerate(_signature(member).parameters.values()):
         if parameter.name == "flt":
             if parameter.kind is not inspect.Parameter.POSITIONAL_OR_KEYWORD:
-                raise TypeError(f"Store.{name}: its flt must be passable by position or by name")
+                raise TypeError(f"Store.{member.name}: its flt must be passable by position or by name")
             return position
     return None
 
 
-# ---- what a read returns, confined ----------------------------------------------------------
-
-
-def _as_is(confined: ConfinedStore, value: Any) -> Any:
-    return value  # the confined filter alone decided (a count)
-
-
-def _record(confined: ConfinedStore, record: MemoryRecord | None) -> MemoryRecord | None:
-    return record if confined.visible(record) else None
-
-
-def _records(confined: ConfinedStore, records: Iterable[MemoryRecord]) -> list[MemoryRecord]:
-    return [r for r in records if confined.visible(r)]
-
-
-def _records_in_place(confined: ConfinedStore, records: Iterable[MemoryRecord | None]) -> list[MemoryRecord | None]:
-    return [r if confined.visible(r) else None for r in records]  # positions matter (materialize)
-
-
-def _hits(confined: ConfinedStore, hits: Iterable[ScoredMemory]) -> list[ScoredMemory]:
-    return [h for h in hits if confined.visible(h.record)]
-
-
-def _scored_records(confined: ConfinedStore, found: Iterable[tuple[MemoryRecord, float]]):
-    return [(r, s) for r, s in found if confined.visible(r)]
-
-
-def _content_matches(confined: ConfinedStore, found: list[list[ContentMatch]] | None):
-    return None if found is None else [[m for m in hits if confined.readable(m.namespace)] for hits in found]
-
-
-def _kept(confined: ConfinedStore, found: Candidates) -> list[int] | None:
-    """The positions of the candidates the principal may read; None when it may read them all."""
-    mine = confined.readable_ids()
-    keep = [i for i, memory_id in enumerate(found.ids) if memory_id in mine]
-    return None if len(keep) == len(found) else keep
-
-
-def _candidates(confined: ConfinedStore, found: Candidates) -> Candidates:
-    keep = _kept(confined, found)
-    return found if keep is None else found.take(keep)
-
-
-def _scored_candidates(confined: ConfinedStore, found: tuple[Candidates, list[float]]):
-    candidates, scores = found
-    keep = _kept(confined, candidates)
-    return found if keep is None else (candidates.take(keep), [scores[i] for i in keep])
-
-
-def _rows(confined: ConfinedStore, table: pa.Table) -> pa.Table:
-    """An Arrow table's rows the principal may read: by their namespace, else by their id; a table
-    with neither column was read under the confined filter alone."""
-    if "namespace" in table.column_names:
-        keep = [confined.readable(n) for n in table.column("namespace").to_pylist()]
-    elif "id" in table.column_names:
-        mine = confined.readable_ids()
-        keep = [i in mine for i in table.column("id").to_pylist()]
-    else:
-        return table
-    return table if all(keep) else table.filter(keep)
-
-
-def _retired(confined: ConfinedStore, states: Iterable[Any]) -> list[Any]:
-    return [s for s in states if confined.visible(s.record)]
-
-
-def _namespaces(confined: ConfinedStore, infos: Iterable[Any]) -> list[Any]:
-    return [n for n in infos if confined.readable(n.name)]
-
-
-def _relations(confined: ConfinedStore, relations: Iterable[Relation]) -> list[Relation]:
-    return confined.between_mine(relations)
-
-
-# ---- what a write is allowed to touch, checked before it runs ---------------------------------
-
-
-def _nothing_more(confined: ConfinedStore, arguments: dict[str, Any]) -> None:
-    return None  # the confined filter alone decides what it touches
-
-
-def _rename(confined: ConfinedStore, arguments: dict[str, Any]) -> None:
-    if "namespace" in arguments["values"]:  # a rename: the new name must be the principal's too
-        confined.check_namespace_write(str(arguments["values"]["namespace"]))
-
-
-_FACTS = frozenset(
-    {
-        "dim",
-        "model_id",
-        "read_only",
-        "read_only_reason",
-        "damage",
-        "version",
-        "data_version",
-        "one_version",  # which version this thread's reads check
-        "needs_compaction",
-        "fts_may_lag",
-        "exclusive",  # the write lock: held across a read-modify-write, itself confined
-        "all_or_nothing",  # the same across writes to several tables, each of them confined
-    }
-)
-
-_READS: dict[str, Callable[[ConfinedStore, Any], Any]] = {
-    "count": _as_is,
-    "get": _record,
-    "get_many": _records,
-    "scan": _records,
-    "nth": _record,
-    "scan_arrow": _rows,
-    "neighbours": _records,
-    "namespaces": _namespaces,
-    "search": _hits,
-    "closest_contents": _content_matches,
-    "fts_search": _scored_records,
-    "as_of_search": _hits,
-    "search_candidates": _candidates,
-    "fts_candidates": _scored_candidates,
-    "neighbour_candidates": _candidates,
-    "materialize": _records_in_place,
-    "retired": _retired,
-    "history_arrow": _rows,
-    "current_relations": _relations,
-}
-
-_WRITES: dict[str, Callable[[ConfinedStore, dict[str, Any]], None]] = {
-    "add": lambda c, a: c.check_writes(a["records"]),
-    "upsert": lambda c, a: c.check_writes(a["records"]),
-    "replace": lambda c, a: c.check_writes(a["new_records"], a["delete_ids"]),
-    "rewrite": lambda c, a: c.check_writes([a["record"], a["previous"]]),
-    "supersede": lambda c, a: c.check_writes([*a["successors"], *a["closed"]]),
-    "restore_history": lambda c, a: c.check_writes([s.record for s in a["states"]]),
-    "update_where": _rename,
-    "delete_where": _nothing_more,
-}
-
-# The methods written out above.
-_WRITTEN_OUT = frozenset(
-    {
-        "stats",
-        "health_facts",
-        "pinned",
-        "relation_graph",
-        "relations_of",
-        "co_recall_links",
-        "delete_ids",
-        "relate",
-        "add_imported",
-        "unrelate",
-    }
-)
-
-
 def confinement_of(name: str) -> str | None:
-    """How the protocol member `name` is confined ("fact", "read", "write", "written out"), or None
-    when it is not (tests/test_team_server.py checks every member of Store has one)."""
-    for kind, names in (("fact", _FACTS), ("read", _READS), ("write", _WRITES), ("written out", _WRITTEN_OUT)):
-        if name in names:
-            return kind
+    """How the member `name` of the store's surface is confined ("fact", "read", "write",
+    "written out"), or None when it is not on the surface (a confined store has no such member)."""
+    member = vars(Store).get(name)
+    if isinstance(member, Fact) or (isinstance(member, Member) and isinstance(member.confined, Passed)):
+        return "fact"
+    if isinstance(member, Member) and member.confined is not None:
+        kinds = {Read: "read", Write: "write", WrittenOut: "written out"}
+        written_out = isinstance(member.confined, WrittenOut)
+        if written_out and name not in vars(ConfinedStore):
+            return None  # declared written out, but not written: it fails closed
+        return kinds[type(member.confined)]
+    if callable(member) and name in vars(ConfinedStore):
+        return "written out"  # a method each store writes itself (health_facts)
     return None

@@ -1,161 +1,110 @@
-"""`Store`: everything services may call on the store, and nothing else.
+"""`Store`: everything services may call on the store, and nothing else, each member said once.
 
-Two classes satisfy it: MemoryStore (store.py), the whole store, and ConfinedStore (confined.py),
-the same store as one principal of a team server sees it. Services hold a `Store`
-(`Resources.store()`), never either class, so a service that needs something more from the store
-adds it here first - and confined.py then says how a principal is confined in it.
+Each line names the part of MemoryStore that serves the member (`Member`: that part's method of
+the same signature; `Fact`: its attribute) and how a team principal is confined on it
+(confinement.py's checks; `PASSED`: a fact or a lock, as it is; `WRITTEN_OUT`: ConfinedStore
+writes it out). Two classes are Stores: MemoryStore (store.py), the whole store, which calls the
+part, and ConfinedStore (confined.py), the store as one principal of a team server sees it, which
+confines the call as said here. Services hold a `Store` (`Resources.store()`), never either class.
+
+A new store method is the part's method plus one line here: MemoryStore forwards it and
+ConfinedStore confines it from this line (tests/test_team_server.py checks every member is).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from contextlib import AbstractContextManager
-from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Any
 
-import numpy as np
-import pyarrow as pa
-
-from .candidates import Candidates
-from .filters import Filter
-from .history import RetiredState
-from .records import ContentMatch, MemoryRecord, ScoredMemory
+from . import confinement as confined
+from .as_of_search import AsOfSearch
+from .candidate_search import CandidateSearch
+from .co_recall import CoRecall
+from .fulltext import FullTextSearch
+from .history import VersionHistory
+from .maintenance import Maintenance
+from .reads import Reads
 from .recovery import Damage
-from .relations import Relation, RelationGraph
-from .schema import NamespaceInfo
+from .relations import Relations
+from .surface import PASSED, WRITTEN_OUT, Fact, Member
+from .table import MemoryTable
+from .vector_search import VectorSearch
+from .writer import Writer
+from .writes import MemoryWrites
 
 
-@runtime_checkable
-class Store(Protocol):
+class Store:
     # ---- facts about the store itself ------------------------------------------------------
 
-    @property
-    def dim(self) -> int: ...
+    dim = Fact[int]("table")
+    model_id = Fact[str]("table")
+    read_only = Fact[bool]("writer")
+    read_only_reason = Fact[str | None]("opened")
+    damage = Fact[Damage | None]("table")
+    version = Fact[int]("table")
+    data_version = Fact[int]("table")
 
-    @property
-    def model_id(self) -> str: ...
+    one_version = Member("table", MemoryTable.one_version, PASSED)  # which version this thread's reads check
+    needs_compaction = Member("maintenance", Maintenance.needs_compaction, PASSED)
+    fts_may_lag = Member("maintenance", Maintenance.fts_may_lag, PASSED)
+    stats = Member("reads", Reads.stats, WRITTEN_OUT)
 
-    @property
-    def read_only(self) -> bool: ...
-
-    @property
-    def read_only_reason(self) -> str | None: ...
-
-    @property
-    def damage(self) -> Damage | None: ...
-
-    @property
-    def version(self) -> int: ...
-
-    @property
-    def data_version(self) -> int: ...
-
-    def one_version(self, version: int | None = None) -> AbstractContextManager[int]: ...
-
-    def needs_compaction(self) -> bool: ...
-
-    def fts_may_lag(self) -> bool: ...
-
-    def stats(self) -> dict[str, Any]: ...
-
-    def health_facts(self) -> dict[str, Any]: ...
+    def health_facts(self) -> dict[str, Any]:
+        """Cheap facts for the health tool: rows, table version, index state, the write lock."""
+        raise NotImplementedError  # each store says them (store.py, confined.py)
 
     # ---- reads -----------------------------------------------------------------------------
 
-    def count(self, flt: Filter | None = None) -> int: ...
-
-    def get(self, memory_id: str, *, with_vector: bool = False) -> MemoryRecord | None: ...
-
-    def get_many(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[MemoryRecord]: ...
-
-    def scan(
-        self, flt: Filter | None = None, *, with_vectors: bool = False, limit: int | None = None
-    ) -> list[MemoryRecord]: ...
-
-    def nth(self, index: int, flt: Filter | None = None, *, with_vector: bool = False) -> MemoryRecord | None: ...
-
-    def scan_arrow(self, columns: list[str], flt: Filter | None = None) -> pa.Table: ...
-
-    def pinned(self, namespace: str | None, limit: int) -> list[MemoryRecord]: ...
-
-    def neighbours(self, windows: Sequence[tuple[str, int, int]], flt: Filter | None = None) -> list[MemoryRecord]: ...
-
-    def namespaces(self) -> list[NamespaceInfo]: ...
-
-    def search(
-        self,
-        vector: np.ndarray,
-        limit: int,
-        flt: Filter | None = None,
-        *,
-        min_similarity: float = 0.0,
-        with_vectors: bool = False,
-    ) -> list[ScoredMemory]: ...
-
-    def closest_contents(
-        self, vectors: np.ndarray, limit: int, flt: Filter | None = None, *, exact_only: bool = False
-    ) -> list[list[ContentMatch]] | None: ...
-
-    def fts_search(
-        self, text: str, limit: int, flt: Filter | None = None, *, with_vectors: bool = False
-    ) -> list[tuple[MemoryRecord, float]]: ...
-
-    def as_of_search(self, vector: np.ndarray, limit: int, flt: Filter, moment: datetime) -> list[ScoredMemory]: ...
-
-    def search_candidates(self, vector: np.ndarray, limit: int, flt: Filter | None) -> Candidates: ...
-
-    def fts_candidates(self, text: str, limit: int, flt: Filter | None) -> tuple[Candidates, list[float]]: ...
-
-    def neighbour_candidates(self, windows: Sequence[tuple[str, int, int]], flt: Filter | None) -> Candidates: ...
-
-    def materialize(self, candidates: Candidates, indices: Sequence[int]) -> list[MemoryRecord | None]: ...
-
-    def retired(self, ids: Sequence[str]) -> list[RetiredState]: ...
-
-    def history_arrow(self, flt: Filter | None) -> pa.Table: ...
-
-    def relation_graph(self) -> RelationGraph: ...
-
-    def relations_of(self, ids: Sequence[str]) -> list[Relation]: ...
-
-    def current_relations(self) -> list[Relation]: ...
-
-    def co_recall_links(self, ids: Iterable[str], *, minimum: float = ...) -> list[tuple[str, str, float]]: ...
+    count = Member("reads", Reads.count, confined.AS_IS)
+    get = Member("reads", Reads.get, confined.RECORD)
+    get_many = Member("reads", Reads.get_many, confined.RECORDS)
+    scan = Member("reads", Reads.scan, confined.RECORDS)
+    nth = Member("reads", Reads.nth, confined.RECORD)
+    scan_arrow = Member("reads", Reads.scan_arrow, confined.ROWS)
+    pinned = Member("reads", Reads.pinned, WRITTEN_OUT)
+    neighbours = Member("reads", Reads.neighbours, confined.RECORDS)
+    namespaces = Member("reads", Reads.namespaces, confined.NAMESPACES)
+    search = Member("vector", VectorSearch.search, confined.HITS)
+    closest_contents = Member("vector", VectorSearch.closest_contents, confined.CONTENT_MATCHES)
+    fts_search = Member("fulltext", FullTextSearch.search, confined.SCORED_RECORDS)
+    as_of_search = Member("as_of", AsOfSearch.search, confined.HITS)
+    search_candidates = Member("candidates", CandidateSearch.search, confined.CANDIDATES)
+    fts_candidates = Member("candidates", CandidateSearch.keyword, confined.SCORED_CANDIDATES)
+    neighbour_candidates = Member("candidates", CandidateSearch.neighbours, confined.CANDIDATES)
+    materialize = Member("candidates", CandidateSearch.materialize, confined.RECORDS_IN_PLACE)
+    retired = Member("history", VersionHistory.retired, confined.RETIRED)
+    history_arrow = Member("history", VersionHistory.history_arrow, confined.ROWS)
+    relation_graph = Member("relations", Relations.graph, WRITTEN_OUT)
+    relations_of = Member("relations", Relations.of, WRITTEN_OUT)
+    current_relations = Member("relations", Relations.current, confined.RELATIONS)
+    co_recall_links = Member("co_recall", CoRecall.links, WRITTEN_OUT)
 
     # ---- writes ----------------------------------------------------------------------------
 
-    def exclusive(self) -> AbstractContextManager[None]: ...
+    exclusive = Member("writer", Writer.exclusive, PASSED)  # the write lock, held across a read-modify-write
+    all_or_nothing = Member("writes", MemoryWrites.all_or_nothing, PASSED)  # across tables, each write confined
+    add = Member("writes", MemoryWrites.add, confined.WRITES_RECORDS)
+    upsert = Member("writes", MemoryWrites.upsert, confined.WRITES_RECORDS)
+    replace = Member("writes", MemoryWrites.replace, confined.REPLACES)
+    rewrite = Member("writes", MemoryWrites.rewrite, confined.REWRITES)
+    supersede = Member("writes", MemoryWrites.supersede, confined.SUPERSEDES)
+    restore_history = Member("history", VersionHistory.restore, confined.RESTORES)
+    update_where = Member("writes", MemoryWrites.update_where, confined.RENAME)
+    delete_ids = Member("writes", MemoryWrites.delete_ids, WRITTEN_OUT)
+    delete_where = Member("writes", MemoryWrites.delete_where, confined.FILTER_ONLY)
+    relate = Member("relations", Relations.relate, WRITTEN_OUT)
+    add_imported = Member("writes", MemoryWrites.add_imported, WRITTEN_OUT)
+    unrelate = Member("relations", Relations.unrelate, WRITTEN_OUT)
 
-    def all_or_nothing(self) -> AbstractContextManager[None]: ...
+    # ---- how a store class serves them ------------------------------------------------------
 
-    def add(self, records: Sequence[MemoryRecord]) -> None: ...
+    def _serve(self, member: Member[..., Any]) -> Callable[..., Any]:
+        raise NotImplementedError
 
-    def upsert(self, records: Sequence[MemoryRecord]) -> None: ...
+    def _fact(self, fact: Fact[Any]) -> Any:
+        raise NotImplementedError
 
-    def replace(self, new_records: Sequence[MemoryRecord], delete_ids: Sequence[str]) -> None: ...
 
-    def rewrite(self, record: MemoryRecord, previous: MemoryRecord, max_versions: int) -> None: ...
-
-    def supersede(
-        self,
-        successors: Sequence[MemoryRecord],
-        closed: Sequence[MemoryRecord],
-        successor_of: dict[str, str],
-        max_versions: int,
-    ) -> None: ...
-
-    def restore_history(self, states: Sequence[RetiredState]) -> None: ...
-
-    def update_where(self, flt: Filter, values: dict[str, Any]) -> int: ...
-
-    def delete_ids(self, ids: Iterable[str]) -> list[str]: ...
-
-    def delete_where(self, flt: Filter, *, live: bool = True, extra: str | None = None) -> list[str]: ...
-
-    def relate(self, relations: Sequence[Relation]) -> None: ...
-
-    def add_imported(
-        self, records: Sequence[MemoryRecord], states: Sequence[RetiredState], relations: Sequence[Relation]
-    ) -> None: ...
-
-    def unrelate(self, source_id: str, target_id: str, relation: str | None) -> list[Relation]: ...
+def members() -> dict[str, Member[..., Any] | Fact[Any]]:
+    """Every declared member of the surface, by name."""
+    return {name: value for name, value in vars(Store).items() if isinstance(value, (Member, Fact))}

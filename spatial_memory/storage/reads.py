@@ -92,6 +92,10 @@ class Reads:
             return len(self.matching_ids(flt))
         return self._table.count_rows(self.where(flt))
 
+    def get(self, memory_id: str, *, with_vector: bool = False) -> MemoryRecord | None:
+        found = self.get_many([memory_id], with_vectors=with_vector)
+        return found[0] if found else None
+
     def get_many(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[MemoryRecord]:
         """Records for the ids that exist, in the order asked."""
         wanted = [i for i in dict.fromkeys(ids) if is_uuid(i)]

@@ -11,9 +11,11 @@ commit, retry); reads (reads.py), vector search (vector_search.py), keyword sear
 recall's candidates (candidate_search.py), the in-memory exact copy (exact_index.py, exact_search.py),
 access counts (access_counts.py, access_ledger.py), writes (writes.py), the version history
 (history.py), relations (relations.py), imports in flight (pending_imports.py), co-recall links
-(co_recall.py) and maintenance (maintenance.py). This class wires them and forwards each method to the part that does it
-(`Forward`); services see it through the `Store` protocol (protocol.py), and upkeep and tests
-reach the parts through its public attributes.
+(co_recall.py), search as of a moment (as_of_search.py) and maintenance (maintenance.py). This
+class wires them; each member of the store's surface is declared once in `Store` (protocol.py),
+with the part that serves it, and served here by that part's method (`_serve`). Upkeep's own
+methods are declared below the same way; upkeep and tests reach the parts through its public
+attributes.
 """
 
 from __future__ import annotations
@@ -24,39 +26,35 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
-
-import numpy as np
+from typing import Any
 
 from ..errors import SpatialMemoryError, StorageError
 from .access_counts import AccessCounts
 from .access_ledger import AccessLedger
+from .as_of_search import AsOfSearch
 from .candidate_search import CandidateSearch
 from .co_recall import CoRecall
 from .connection import SMALL_INDEX_CACHE_BYTES, connect, is_remote
 from .exact_index import ExactIndex
 from .exact_search import ExactSearch
 from .expiry import Expiry
-from .filters import Filter, metadata_matches
 from .fulltext import FullTextSearch
 from .history import VersionHistory
 from .indexing import IndexPolicy, VectorIndexState
 from .maintenance import Maintenance
 from .pending_imports import PendingImports
+from .protocol import Store
 from .readonly import read_only_reason
 from .reads import Reads
-from .records import MemoryRecord, ScoredMemory, utc_now
-from .recovery import Damage
+from .records import utc_now
 from .relations import Relations
+from .surface import Fact, Member
 from .table import MemoryTable
 from .vector_search import NamespaceSearch, VectorSearch
 from .writer import Locks, WriteActivity, Writer
 from .writes import MemoryWrites
 
 log = logging.getLogger(__name__)
-
-P = ParamSpec("P")
-R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -106,32 +104,14 @@ def _open_table(
     return table, locks, reason
 
 
-class Forward(Generic[P, R]):
-    """A method of the facade that is the same method of one of its parts: `MemoryStore.search` is
-    `VectorSearch.search` on the store's `vector` part (the signature, for type checkers too)."""
+@dataclass(frozen=True)
+class Opened:
+    """What opening the store found."""
 
-    def __init__(self, part: str, method: Callable[Concatenate[Any, P], R]) -> None:
-        self._part = part
-        self._name = method.__name__
-        self.__doc__ = method.__doc__
-
-    @overload
-    def __get__(self, store: None, owner: type[Any]) -> Forward[P, R]: ...
-
-    @overload
-    def __get__(self, store: object, owner: type[Any] | None = None) -> Callable[P, R]: ...
-
-    def __get__(self, store: object | None, owner: type[Any] | None = None) -> Forward[P, R] | Callable[P, R]:
-        if store is None:
-            return self
-        return getattr(getattr(store, self._part), self._name)
-
-    def __call__(self, store: object, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        """Called on the class (`MemoryStore.search(store, ...)`), as a method can be."""
-        return getattr(getattr(store, self._part), self._name)(*args, **kwargs)
+    read_only_reason: str | None  # why it cannot be written (None: it can)
 
 
-class MemoryStore:
+class MemoryStore(Store):
     def __init__(
         self,
         db_path: Path | str,
@@ -156,10 +136,9 @@ class MemoryStore:
             read_only,
             on_commit,
         )
-        self.model_id = model_id
-        self.dim = dim
         self.now = clock  # every expiry is judged by it (tests move it)
-        self.table, locks, self.read_only_reason = _open_table(db_path, model_id, dim, options)
+        self.table, locks, reason = _open_table(db_path, model_id, dim, options)
+        self.opened = Opened(reason)
         self._wire(locks, options)
         self.fulltext.ensure_index()
         self.pending_imports.settle()  # an import killed before its commit point: its side rows go
@@ -174,7 +153,7 @@ class MemoryStore:
         self.activity = WriteActivity(options.compact_fragment_threshold)
         self.indexed = VectorIndexState(table)
         # Below the approximate index's threshold, searches run on an in-memory exact copy.
-        self.exact = ExactSearch(table, ExactIndex(self.dim, 2 * policy.vector_index_threshold), self.indexed, clock)
+        self.exact = ExactSearch(table, ExactIndex(table.dim, 2 * policy.vector_index_threshold), self.indexed, clock)
         expiry = Expiry(table)
         self.writer = Writer(table, locks, self.activity, self.exact.index, expiry, options.on_commit)
         if table.damage is not None:
@@ -195,6 +174,7 @@ class MemoryStore:
         )
         self.pending_imports = PendingImports(table, self.writer)
         self.history = VersionHistory(table, self.writer, self.pending_imports)
+        self.as_of = AsOfSearch(self.vector, self.history)
         self.relations = Relations(table, self.writer, self.reads)
         self.co_recall = CoRecall(table, self.writer, clock)
         self.writes = MemoryWrites(
@@ -221,27 +201,17 @@ class MemoryStore:
             retention,
         )
 
-    # ---- facts -------------------------------------------------------------------------------
+    # ---- how the surface is served: by the part each member names (protocol.py) --------------
+
+    def _serve(self, member: Member[..., Any]) -> Any:
+        return getattr(getattr(self, member.part), member.method.__name__)
+
+    def _fact(self, fact: Fact[Any]) -> Any:
+        return getattr(getattr(self, fact.part), fact.name)
 
     @property
     def ledger(self) -> AccessLedger:
         return self.accesses.ledger
-
-    @property
-    def read_only(self) -> bool:
-        return self.writer.read_only
-
-    @property
-    def damage(self) -> Damage | None:
-        return self.table.damage
-
-    @property
-    def version(self) -> int:
-        return self.table.version
-
-    @property
-    def data_version(self) -> int:
-        return self.table.data_version
 
     def health_facts(self) -> dict[str, Any]:
         """Cheap facts for the health tool: rows, table version, index state, the write lock."""
@@ -258,72 +228,12 @@ class MemoryStore:
             "path": self.table.path,
         }
 
-    def get(self, memory_id: str, *, with_vector: bool = False) -> MemoryRecord | None:
-        found = self.reads.get_many([memory_id], with_vectors=with_vector)
-        return found[0] if found else None
+    # ---- upkeep's (runtime/upkeep.py): not on the services' surface, so not on a confined store ----
 
-    def as_of_search(self, vector: np.ndarray, limit: int, flt: Filter, moment: datetime) -> list[ScoredMemory]:
-        """What was current at `moment` nearest to the vector: current rows whose version existed
-        then, and retired states current then (`flt` must include `filters.current_at(moment)`)."""
-        hits = self.vector.search(vector, limit, flt, with_vectors=True)
-        retired = self.history.states_at(flt, moment)
-        if flt.metadata:
-            retired = [r for r in retired if metadata_matches(r.metadata, flt.metadata)]
-        if retired:
-            vectors = np.stack([np.asarray(r.vector, dtype=np.float32) for r in retired])
-            scores = np.clip(vectors @ np.asarray(vector, dtype=np.float32), 0.0, 1.0)
-            hits += [ScoredMemory(r, float(x)) for r, x in zip(retired, scores.tolist(), strict=True)]
-        hits.sort(key=lambda h: -h.similarity)
-        return hits[:limit]
-
-    # ---- every other method: the same method of one part ---------------------------------------
-
-    one_version = Forward("table", MemoryTable.one_version)
-    stats = Forward("reads", Reads.stats)
-    # upkeep's (runtime/upkeep.py)
-    needs_compaction = Forward("maintenance", Maintenance.needs_compaction)
-    compaction_can_wait = Forward("maintenance", Maintenance.compaction_can_wait)
-    fts_may_lag = Forward("maintenance", Maintenance.fts_may_lag)
-    fts_lags = Forward("maintenance", Maintenance.fts_lags)
-    compact = Forward("maintenance", Maintenance.compact)
-    refresh_exact = Forward("exact", ExactSearch.refresh)
-    purge_expired = Forward("writes", MemoryWrites.purge_expired)
-    record_access = Forward("accesses", AccessCounts.record)
-    record_co_recall = Forward("co_recall", CoRecall.record)
-    # reads
-    count = Forward("reads", Reads.count)
-    get_many = Forward("reads", Reads.get_many)
-    scan = Forward("reads", Reads.scan)
-    nth = Forward("reads", Reads.nth)
-    scan_arrow = Forward("reads", Reads.scan_arrow)
-    pinned = Forward("reads", Reads.pinned)
-    neighbours = Forward("reads", Reads.neighbours)
-    namespaces = Forward("reads", Reads.namespaces)
-    search = Forward("vector", VectorSearch.search)
-    closest_contents = Forward("vector", VectorSearch.closest_contents)
-    fts_search = Forward("fulltext", FullTextSearch.search)
-    search_candidates = Forward("candidates", CandidateSearch.search)
-    fts_candidates = Forward("candidates", CandidateSearch.keyword)
-    neighbour_candidates = Forward("candidates", CandidateSearch.neighbours)
-    materialize = Forward("candidates", CandidateSearch.materialize)
-    retired = Forward("history", VersionHistory.retired)
-    history_arrow = Forward("history", VersionHistory.history_arrow)
-    relation_graph = Forward("relations", Relations.graph)
-    relations_of = Forward("relations", Relations.of)
-    current_relations = Forward("relations", Relations.current)
-    co_recall_links = Forward("co_recall", CoRecall.links)
-    # writes
-    exclusive = Forward("writer", Writer.exclusive)
-    all_or_nothing = Forward("writes", MemoryWrites.all_or_nothing)
-    add = Forward("writes", MemoryWrites.add)
-    add_imported = Forward("writes", MemoryWrites.add_imported)
-    upsert = Forward("writes", MemoryWrites.upsert)
-    replace = Forward("writes", MemoryWrites.replace)
-    rewrite = Forward("writes", MemoryWrites.rewrite)
-    supersede = Forward("writes", MemoryWrites.supersede)
-    update_where = Forward("writes", MemoryWrites.update_where)
-    delete_ids = Forward("writes", MemoryWrites.delete_ids)
-    delete_where = Forward("writes", MemoryWrites.delete_where)
-    restore_history = Forward("history", VersionHistory.restore)
-    relate = Forward("relations", Relations.relate)
-    unrelate = Forward("relations", Relations.unrelate)
+    compaction_can_wait = Member("maintenance", Maintenance.compaction_can_wait, None)
+    fts_lags = Member("maintenance", Maintenance.fts_lags, None)
+    compact = Member("maintenance", Maintenance.compact, None)
+    refresh_exact = Member("exact", ExactSearch.refresh, None)
+    purge_expired = Member("writes", MemoryWrites.purge_expired, None)
+    record_access = Member("accesses", AccessCounts.record, None)
+    record_co_recall = Member("co_recall", CoRecall.record, None)

@@ -14,7 +14,7 @@ from .sentences import Sentence
 __all__ = ["WORD_RE", "score_sentence"]
 
 # Scoring regexes are applied to the lower-cased sentence and compiled
-# without re.IGNORECASE (about 4x faster in CPython); `_cs` marks the few
+# without re.IGNORECASE (faster in CPython: docs/BENCHMARKS.md); `_cs` marks the few
 # case-sensitive ones that are applied to the original sentence.
 _CASE_SENSITIVE: set = set()
 _UPPER_LITERAL_RE = re.compile(r"\\.|\[[^\]]*\]|\(\?P[<=]")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..tool_profiles import selected_names
-from . import capture, connections, lifecycle, memory, namespaces, portability, procedures, search, spatial
+from . import capture, connections, health, lifecycle, memory, namespaces, portability, procedures, search, spatial
 from .registry import build, read_only_names
 
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 def build_tools(settings: Settings) -> list[Tool]:
     """The tools a server with these settings lists (SPATIAL_MEMORY_TOOLS), in the order clients list them."""
-    areas = (memory, search, spatial, lifecycle, namespaces, portability, connections, capture, procedures)
+    areas = (memory, search, spatial, lifecycle, namespaces, portability, health, connections, capture, procedures)
     tools = [build(fn, settings) for area in areas for fn in area.TOOLS]
     wanted = selected_names(settings.tools.split(","), read_only_names(tools))
     return [tool for tool in tools if tool.name in wanted]

@@ -1,4 +1,4 @@
-"""Connections between memories, and the server's health."""
+"""Connections between memories: discovered, bridged across namespaces, related and unrelated by hand."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from ..limits import MAX_BRIDGES, MAX_NAMESPACE_CHARS, MAX_RELATION_CHARS
 from ..services.results import (
     CorpusBridgesResult,
     DiscoverConnectionsResult,
-    HealthResult,
     RelateResult,
     UnrelateResult,
 )
@@ -22,12 +21,6 @@ from .types import Limit, MemoryId, Similarity, Text, Unlisted
 
 LINKING = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 Relation = Annotated[str, Unlisted(MAX_RELATION_CHARS)]
-
-
-@tool(READ_ONLY)
-async def health(ctx: Context, verbose: bool = False) -> Annotated[CallToolResult, HealthResult]:
-    """Server status, ready, alive. Cheap."""
-    return await call(ctx, lambda app: app.health.health(verbose=verbose))
 
 
 @tool(READ_ONLY)
@@ -87,4 +80,4 @@ async def unrelate(
     return await call(ctx, lambda app: app.connections.unrelate(source_id, target_id, relation))
 
 
-TOOLS = (health, discover_connections, corpus_bridges, relate, unrelate)
+TOOLS = (discover_connections, corpus_bridges, relate, unrelate)

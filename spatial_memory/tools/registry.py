@@ -207,8 +207,7 @@ def plain_output_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """The same output schema, in the form clients validate fastest: a definition used once written
     in place of its `$ref`, and a nullable field as `"type": [T, "null"]` instead of an `anyOf` of T
     and null (the keywords of T apply to T's values only, so both accept the same values). Every
-    client validates every result against this schema: with the Python SDK's jsonschema, a 10-hit
-    recall's result took 1.41 ms against pydantic's form and 0.72 ms against this one."""
+    client validates every result against this schema, faster in this form (docs/BENCHMARKS.md)."""
     definitions = schema.get("$defs", {})
     # A definition referred to once, from anywhere (its own body included), is used in one place only.
     counts = Counter(ref[len(_DEFS_PREFIX) :] for ref in _refs(schema) if ref.startswith(_DEFS_PREFIX))

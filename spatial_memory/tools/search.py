@@ -8,10 +8,10 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from ..atlas import TOOL_META
 from ..limits import MAX_CONTEXT, MAX_EXPAND
 from ..services.recall_filters import RecallFilters
 from ..services.results import HybridRecallResult, NearbyResult, RecallResult
+from .atlas_app import TOOL_META
 from .calls import READ_ONLY, call
 from .registry import tool
 from .types import Limit, MemoryId, NamespaceFilter, Query, Similarity

@@ -8,9 +8,9 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from ..atlas import TOOL_META
 from ..limits import MAX_HIGHLIGHTS, MAX_MAP_MEMORIES, MAX_STEPS
 from ..services.results import JourneyResult, RegionsResult, VisualizeResult, WanderResult
+from .atlas_app import TOOL_META
 from .calls import READ_ONLY, call, with_picture
 from .registry import tool
 from .types import MemoryId, NamespaceFilter, Query, Similarity

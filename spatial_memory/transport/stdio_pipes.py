@@ -1,8 +1,8 @@
 """stdin/stdout served from the event loop, without a worker thread per line.
 
 The SDK's stdio transport reads and writes through `anyio.wrap_file`, which hands every
-readline, write and flush to a worker thread: three thread hops per request, ~2 ms of a
-~17 ms recall on this 2-core machine. When both standard streams are pipes (as they are
+readline, write and flush to a worker thread: three thread hops per request, a noticeable
+part of a recall (docs/BENCHMARKS.md). When both standard streams are pipes (as they are
 under every MCP client), asyncio's pipe transports do the same work on the loop itself.
 
 Like the SDK, the wire is taken over while serving: fd 0 reads /dev/null and fd 1 goes
