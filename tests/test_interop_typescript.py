@@ -23,17 +23,7 @@ from typing import Any, get_args, get_type_hints
 
 import pytest
 
-from spatial_memory.tools import (
-    capture,
-    connections,
-    lifecycle,
-    memory,
-    namespaces,
-    portability,
-    procedures,
-    search,
-    spatial,
-)
+from spatial_memory.tools import AREAS
 from spatial_memory.tools.lean import lean
 
 from .interop.node import NodeTools, TsClient, run_scenario
@@ -112,9 +102,7 @@ def exchange_env(directory: Path) -> dict[str, str]:
 
 # Each tool's result model (its return annotation): the lean text is computed from it.
 RESULT_MODELS = {
-    fn.__name__: get_args(get_type_hints(fn, include_extras=True)["return"])[1]
-    for area in (memory, search, spatial, lifecycle, namespaces, portability, connections, capture, procedures)
-    for fn in area.TOOLS
+    fn.__name__: get_args(get_type_hints(fn, include_extras=True)["return"])[1] for area in AREAS for fn in area.TOOLS
 }
 
 

@@ -378,7 +378,11 @@ async def test_a_hostile_principal_never_sees_or_changes_anothers_memories(team,
     async with session(team, team.tokens["mallory"]) as s:
         for name, arguments in cached:
             result = await s.call_tool(name, arguments)
-            assert result.is_error and MARKER not in result.content[0].text, (name, result.content[0].text)
+            text = result.content[0].text
+            # mallory's own (empty) answer or an error, never victor's: no marker, no id of his
+            seen = json.dumps(result.structured_content or {}) + text
+            assert MARKER not in seen and not any(i[:8] in seen for i in ids), (name, text)
+            assert result.is_error or name == "regions", (name, text)
         listed = {t.name for t in (await s.list_tools()).tools}
         calls = hostile_calls(ids, victim["export"], victim["procedure"])
         assert listed == set(calls), f"tools without a hostile case: {sorted(listed - set(calls))}"

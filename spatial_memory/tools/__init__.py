@@ -21,9 +21,12 @@ if TYPE_CHECKING:
     from ..config import Settings
 
 
+# Every tool module, in the order clients list their tools.
+AREAS = (memory, search, spatial, lifecycle, namespaces, portability, health, connections, capture, procedures)
+
+
 def build_tools(settings: Settings) -> list[Tool]:
     """The tools a server with these settings lists (SPATIAL_MEMORY_TOOLS), in the order clients list them."""
-    areas = (memory, search, spatial, lifecycle, namespaces, portability, health, connections, capture, procedures)
-    tools = [build(fn, settings) for area in areas for fn in area.TOOLS]
+    tools = [build(fn, settings) for area in AREAS for fn in area.TOOLS]
     wanted = selected_names(settings.tools.split(","), read_only_names(tools))
     return [tool for tool in tools if tool.name in wanted]
