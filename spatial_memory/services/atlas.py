@@ -221,12 +221,12 @@ class AtlasService(Service):
     def _saved(self) -> Path | None:
         """Where the whole store's layout is kept: beside a local store, never for a principal."""
         path = self._settings.path
-        if getattr(self._r, "scope", None) is not None or not isinstance(path, Path):
+        if getattr(self._resources, "scope", None) is not None or not isinstance(path, Path):
             return None
         return path / "atlas" / "layout.npz"
 
     def map(self) -> AtlasMap:
-        store = self._r.store()
+        store = self._resources.store()
         version = store.data_version
         with self._lock:
             if self._maps is not None and self._maps[0] == version:

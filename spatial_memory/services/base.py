@@ -16,11 +16,11 @@ if TYPE_CHECKING:  # named in annotations only
 
 class Service:
     def __init__(self, resources: Resources) -> None:
-        self._r = resources
+        self._resources = resources
 
     @property
     def _settings(self) -> Settings:
-        return self._r.settings
+        return self._resources.settings
 
     def require_namespace(self, store: Store, namespace: str) -> None:
         """A valid namespace name that has memories, or a typed error saying what to do."""

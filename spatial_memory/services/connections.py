@@ -75,7 +75,7 @@ class ConnectionService(Service):
             raise ValidationError("weight must be a number above 0.0 and at most 1.0")
         if source_id == target_id:
             raise ValidationError("a memory cannot be related to itself: give two different ids")
-        store = self._r.store()
+        store = self._resources.store()
         with store.exclusive():
             found = {r.id for r in store.get_many([source_id, target_id])}
             for memory_id in (source_id, target_id):
@@ -86,14 +86,14 @@ class ConnectionService(Service):
                 for r in store.relation_graph().by_memory.get(source_id, ())
                 if r.source_id == source_id
             )
-            made = Relation(source_id, target_id, label, value, self._r.clock(), provenance)
+            made = Relation(source_id, target_id, label, value, self._resources.clock(), provenance)
             store.relate([made])
         return RelateResult(relation=relation_item(made), created=not existed)
 
     def unrelate(self, source_id: str, target_id: str, relation: str | None = None) -> UnrelateResult:
         """Remove the relations from source to target (only `relation` when given)."""
         label = None if relation is None else relation_label(relation)
-        gone = self._r.store().unrelate(source_id, target_id, label)
+        gone = self._resources.store().unrelate(source_id, target_id, label)
         return UnrelateResult(removed=len(gone), relations=[relation_item(r) for r in gone])
 
     # ---- discover_connections --------------------------------------------------------------------
@@ -111,7 +111,7 @@ class ConnectionService(Service):
         Candidates come from the vector search (nearest by meaning) and the keyword search (the
         memory's own distinctive words); each is scored by its cosine similarity plus TERM_WEIGHT
         times the overlap of the two memories' terms. min_similarity applies to the cosine."""
-        store = self._r.store()
+        store = self._resources.store()
         reference = store.get(memory_id, with_vector=True)
         if reference is None:
             raise _not_found(memory_id)
@@ -175,7 +175,7 @@ class ConnectionService(Service):
             namespaces = list(dict.fromkeys(namespaces))
             if len(namespaces) < 2:
                 raise ValidationError("namespaces needs at least two namespaces to bridge (or omit it for all)")
-        store = self._r.store()
+        store = self._resources.store()
         flt = build_filter(filters={"namespace": {"in": namespaces}}) if namespaces else None
         table = store.scan_arrow(["id", "namespace", "vector"], flt)
         ids = np.array(table.column("id").to_pylist(), dtype=object)

@@ -79,12 +79,12 @@ class ConsolidationService(Service):
         if isinstance(max_groups, bool) or not isinstance(max_groups, int) or not 1 <= max_groups <= 100:
             raise ValidationError("max_groups must be an integer from 1 to 100")
         if strategy == "distill":  # its own measured rule for restatements, not similarity_threshold
-            return distill(self._r, namespace, dry_run=dry_run, max_groups=max_groups, provenance=provenance)
-        now = as_utc(now or self._r.clock())
-        store = self._r.store()
+            return distill(self._resources, namespace, dry_run=dry_run, max_groups=max_groups, provenance=provenance)
+        now = as_utc(now or self._resources.clock())
+        store = self._resources.store()
         self.require_namespace(store, namespace)
         if not dry_run:
-            self._r.upkeep.flush()
+            self._resources.upkeep.flush()
         with nullcontext() if dry_run else store.exclusive():
             records = store.scan(build_filter(namespace=namespace), with_vectors=True)
             if not records:
@@ -100,7 +100,7 @@ class ConsolidationService(Service):
                 report_progress(3, CONSOLIDATE_STEPS, "merging", source="steps")
                 self._write(store, done, provenance or Provenance(via="consolidate"))
         if not dry_run and done:
-            self._r.upkeep.poke()
+            self._resources.upkeep.poke()
         action = "preview" if dry_run else ("merged" if strategy == "merge_content" else "deleted")
         return ConsolidateResult(
             groups_found=len(all_groups),
@@ -121,7 +121,7 @@ class ConsolidationService(Service):
         """The kept rows (embedded when their content changed) in, the others closed: one commit."""
         to_embed = [plan.kept for plan in done if plan.kept.vector is None]
         if to_embed:
-            fresh = self._r.embedder.embed_documents([k.content for k in to_embed])
+            fresh = self._resources.embedder.embed_documents([k.content for k in to_embed])
             for record, vector in zip(to_embed, fresh, strict=True):
                 record.vector = np.asarray(vector, dtype=np.float32)
         new_records = [

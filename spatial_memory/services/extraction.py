@@ -48,8 +48,10 @@ class ExtractionService(Service):
         candidates = _candidates(text, min_confidence)
         if not candidates:
             return ExtractResult(candidates_found=0, memories_created=0, deduplicated_count=0, extractions=[])
-        vectors = np.asarray(self._r.embedder.embed_documents([c.content for c in candidates]), dtype=np.float32)
-        duplicate_of = _duplicates(self._r.store(), namespace, vectors, dedup_threshold) if deduplicate else {}
+        vectors = np.asarray(
+            self._resources.embedder.embed_documents([c.content for c in candidates]), dtype=np.float32
+        )
+        duplicate_of = _duplicates(self._resources.store(), namespace, vectors, dedup_threshold) if deduplicate else {}
         accepted = [i for i in range(len(candidates)) if i not in duplicate_of]
         items = [_new_memory(candidates[i], namespace) for i in accepted]
         records = (

@@ -34,7 +34,7 @@ class HealthService(Service):
             checks.append(HealthCheck(name=name, status=status, message=message, latency_ms=_ms(started)))
 
         def store() -> tuple[str, str]:
-            facts.update(self._r.store().health_facts())
+            facts.update(self._resources.store().health_facts())
             text = f"{facts['rows']:,} memories, table version {facts['version']}"
             if facts["read_only"]:
                 return "warning", f"{text}; read-only: {facts['read_only'][:300]}"
@@ -53,24 +53,24 @@ class HealthService(Service):
         store_ok = any(c.name == "store" and c.status != "error" for c in checks)
         return HealthResult(
             status=status,
-            ready=store_ok and self._r.embedder.loaded and status != "unhealthy",
-            alive=self._r.upkeep.running or not store_ok,
+            ready=store_ok and self._resources.embedder.loaded and status != "unhealthy",
+            alive=self._resources.upkeep.running or not store_ok,
             version=__version__,
-            timestamp=timestamp(self._r.clock()),
+            timestamp=timestamp(self._resources.clock()),
             checks=checks if verbose else None,
         )
 
     def _model(self) -> tuple[str, str]:
-        embedder = self._r.embedder
+        embedder = self._resources.embedder
         if not embedder.loaded:
             return "ok", f"{embedder.model_id}: not loaded yet (loads on first use)"
         dim = embedder.dimension
-        if self._r.store_is_open and self._r.store().dim != dim:
+        if self._resources.store_is_open and self._resources.store().dim != dim:
             return "error", f"{embedder.model_id} gives {dim} dimensions, the store holds another size"
         return "ok", f"{embedder.model_id} loaded ({dim} dimensions)"
 
     def _upkeep(self) -> tuple[str, str]:
-        upkeep = self._r.upkeep
+        upkeep = self._resources.upkeep
         if not upkeep.running:
             return "warning", "the background upkeep thread is not running: access counts are written at shutdown"
         if upkeep.last_error:

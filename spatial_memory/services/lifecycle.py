@@ -176,12 +176,12 @@ class LifecycleService(Service):
         half_life_days = check.number_in("half_life_days", half_life_days, 1, 365)
         min_importance = check.number_in("min_importance", min_importance, 0.0, 0.5)
         access_weight = check.number_in("access_weight", access_weight, 0.0, 1.0)
-        now = as_utc(now or self._r.clock())
-        store = self._r.store()
+        now = as_utc(now or self._resources.clock())
+        store = self._resources.store()
         if namespace is not None:
             self.require_namespace(store, namespace)
         if not dry_run:
-            self._r.upkeep.flush()
+            self._resources.upkeep.flush()
         updates: list[MemoryRecord] = []
         with nullcontext() if dry_run else store.exclusive():
             # Pinned memories (a profile, standing instructions) keep their importance.
@@ -204,7 +204,7 @@ class LifecycleService(Service):
                 except StorageError as exc:
                     raise with_context(exc, "Applying decay failed and nothing was changed") from exc
         if updates:
-            self._r.upkeep.poke()
+            self._resources.upkeep.poke()
         details = sorted(
             (curve.detail(i) for i in changed), key=lambda d: (-(d.old_importance - d.new_importance), d.id)
         )
@@ -237,9 +237,9 @@ class LifecycleService(Service):
                 f"{len(memory_ids)} ids in one call; the maximum is {self._settings.max_batch_size}. Split the list."
             )
         ids = list(dict.fromkeys(str(i) for i in memory_ids))
-        now = as_utc(now or self._r.clock())
-        store = self._r.store()
-        self._r.upkeep.flush()
+        now = as_utc(now or self._resources.clock())
+        store = self._resources.store()
+        self._resources.upkeep.flush()
         with store.exclusive():
             found = store.get_many(ids, with_vectors=True)
             by_id = {r.id: r for r in found}
@@ -277,7 +277,7 @@ class LifecycleService(Service):
                 except StorageError as exc:
                     raise with_context(exc, "Reinforcement failed and nothing was changed") from exc
         if updates:
-            self._r.upkeep.poke()
+            self._resources.upkeep.poke()
         return ReinforceResult(
             memories_reinforced=len(reinforced),
             avg_boost=_r6(np.mean([r.boost_applied for r in reinforced])) if reinforced else 0.0,

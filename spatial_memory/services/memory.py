@@ -21,7 +21,7 @@ from ..storage.filters import build_filter
 from ..storage.records import MemoryRecord, NewMemory, Provenance, new_id
 from .base import Service
 from .expiry import expiry_for, memory_type_of
-from .recall_filters import Scope
+from .recall_filters import MemoryFilters
 from .results import (
     ForgetResult,
     MemoryDetail,
@@ -71,7 +71,7 @@ class MemoryService(Service):
         """Validate every item first, then embed them all: a bad item stores nothing."""
         many = len(items) > 1
         valid = [self._validated(it, field_prefix=f"memories[{i}]: " if many else "") for i, it in enumerate(items)]
-        now = self._r.clock()
+        now = self._resources.clock()
         expiries = []
         for i, v in enumerate(valid):
             try:
@@ -79,7 +79,7 @@ class MemoryService(Service):
             except ValidationError as exc:
                 raise ValidationError(f"{f'memories[{i}]: ' if many else ''}{exc.message}") from None
         if vectors is None:
-            vectors = self._r.embedder.embed_documents([v.content for v in valid])
+            vectors = self._resources.embedder.embed_documents([v.content for v in valid])
         origin = provenance or Provenance(via="remember")
         return [
             MemoryRecord(
@@ -105,8 +105,8 @@ class MemoryService(Service):
         ]
 
     def store_records(self, records: list[MemoryRecord]) -> None:
-        self._r.store().add(records)
-        self._r.upkeep.poke()
+        self._resources.store().add(records)
+        self._resources.upkeep.poke()
 
     # ---- tools -------------------------------------------------------------------------
 
@@ -177,7 +177,7 @@ class MemoryService(Service):
         `allow_duplicate`), and so is a record with a duplicate (on_duplicate=skip); the memories
         named by `supersedes` (for the first record) and with on_duplicate=supersede every
         look-alike are closed, each linked to the record that replaces it."""
-        store = self._r.store()
+        store = self._resources.store()
         with store.exclusive():
             alike = look_alikes(store, records, self._settings)
             copies = {} if allow_duplicate else _exact_copies(records, alike)
@@ -199,8 +199,8 @@ class MemoryService(Service):
             elif stored:
                 store.add(stored)
         # The copies' originals were used again: their access counts grow (decay spares them).
-        self._r.upkeep.record_access(set(copies.values()) - {r.id for r in stored})
-        self._r.upkeep.poke()
+        self._resources.upkeep.record_access(set(copies.values()) - {r.id for r in stored})
+        self._resources.upkeep.poke()
         return _Written(stored, alike, skipped, list(successor_of), copies)
 
     def _superseded_ids(self, supersedes: Sequence[str] | None) -> list[str]:
@@ -228,7 +228,7 @@ class MemoryService(Service):
         """Each short id (the start of a memory's id, as tool results show ids) that begins exactly
         one memory's id, mapped to that id; one that begins none is left out (the tool then reports
         it unknown), one that begins several is an AmbiguousIdError listing them."""
-        ids = sorted(self._r.store().scan_arrow(["id"]).column("id").to_pylist())
+        ids = sorted(self._resources.store().scan_arrow(["id"]).column("id").to_pylist())
         found: dict[str, str] = {}
         for prefix in dict.fromkeys(short):
             start = bisect.bisect_left(ids, prefix)
@@ -242,12 +242,12 @@ class MemoryService(Service):
                 )
         return found
 
-    def forget(self, memory_id: str | None = None, **where: Unpack[Scope]) -> ForgetResult:
+    def forget(self, memory_id: str | None = None, **where: Unpack[MemoryFilters]) -> ForgetResult:
         """Forget one memory by id (within `where` when given), or every memory matching `where`."""
         namespace, filters = where.get("namespace"), where.get("filters")
         if memory_id is None and namespace is None and not filters:
             raise ValidationError("Give memory_id, or namespace and/or filters, to say what to forget")
-        store = self._r.store()
+        store = self._resources.store()
         if memory_id is not None:
             if namespace is not None or filters:
                 flt = build_filter(ids=[memory_id], namespace=namespace, filters=filters)
@@ -256,7 +256,7 @@ class MemoryService(Service):
                 deleted = store.delete_ids([memory_id])
         else:
             deleted = store.delete_where(build_filter(namespace=namespace, filters=filters))
-        self._r.upkeep.poke()
+        self._resources.upkeep.poke()
         return ForgetResult.of(deleted, asked=[] if memory_id is None else [memory_id])
 
     def forget_batch(self, memory_ids: Sequence[str]) -> ForgetResult:
@@ -264,13 +264,13 @@ class MemoryService(Service):
             raise ValidationError("Memory ID list is empty")
         if len(memory_ids) > self._settings.max_batch_size:
             raise ValidationError(f"at most {self._settings.max_batch_size} ids per call")
-        deleted = self._r.store().delete_ids(memory_ids)
-        self._r.upkeep.poke()
+        deleted = self._resources.store().delete_ids(memory_ids)
+        self._resources.upkeep.poke()
         return ForgetResult.of(deleted, asked=memory_ids)
 
     def memory(self, memory_id: str) -> MemoryDetail:
         """One memory, whole (without its vector)."""
-        record = self._r.store().get(memory_id)
+        record = self._resources.store().get(memory_id)
         if record is None:
             raise MemoryNotFoundError(f"Memory not found: {memory_id[:64]}. Use recall to find memory ids.")
         return MemoryDetail.of(record)
@@ -282,7 +282,7 @@ class MemoryService(Service):
         import pyarrow.compute as pc
 
         namespace = check.namespace(namespace, self._settings)
-        store = self._r.store()
+        store = self._resources.store()
         table = store.scan_arrow(["id", "created_at"], build_filter(namespace=namespace))
         if table.num_rows == 0:
             return RecentMemories(namespace=namespace, memories=[], total_in_namespace=0)

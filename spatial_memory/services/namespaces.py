@@ -60,7 +60,7 @@ class NamespaceService(Service):
         # (runtime/imports.py), not while the App is built at start-up.
         import pyarrow.compute as pc
 
-        store = self._r.store()
+        store = self._resources.store()
         flt = build_filter(namespace=namespace)
         table = store.scan_arrow(list(dict.fromkeys(["content", "created_at", *TIER_COLUMNS])), flt)
         total = table.num_rows
@@ -91,12 +91,12 @@ class NamespaceService(Service):
             embedding_model=store.model_id,
             embedding_dimensions=store.dim,
             storage_path=str(self._settings.path),
-            memories_by_tier=tier_counts(table, self._r.clock()),
+            memories_by_tier=tier_counts(table, self._resources.clock()),
             **_condition(store),
         )
 
     def namespaces(self, *, include_stats: bool = True) -> NamespacesResult:
-        infos = self._r.store().namespaces()
+        infos = self._resources.store().namespaces()
         items = [
             NamespaceItem(
                 name=n.name,
@@ -113,7 +113,7 @@ class NamespaceService(Service):
         )
 
     def delete_namespace(self, namespace: str, *, confirm: bool = False, dry_run: bool = True) -> DeleteNamespaceResult:
-        store = self._r.store()
+        store = self._resources.store()
         flt = build_filter(namespace=namespace)
         count = store.count(flt)
         if count == 0:
@@ -129,7 +129,7 @@ class NamespaceService(Service):
         if not confirm:
             raise ValidationError("confirm=true is required when dry_run=false: deleting a namespace cannot be undone")
         deleted = store.delete_where(flt)
-        self._r.upkeep.poke()
+        self._resources.upkeep.poke()
         return DeleteNamespaceResult(
             namespace=namespace,
             memories_deleted=len(deleted),
@@ -142,7 +142,7 @@ class NamespaceService(Service):
         check.namespace(new_namespace, self._settings, field="new_namespace")
         if old_namespace == new_namespace:
             raise ValidationError("old_namespace and new_namespace are the same")
-        store = self._r.store()
+        store = self._resources.store()
         # Checks and update under the store lock: no other process adds to either name in between.
         with store.exclusive():
             count = store.count(build_filter(namespace=old_namespace))
@@ -154,7 +154,7 @@ class NamespaceService(Service):
                 )
             # One update = one commit: every memory moves, or none does.
             renamed = store.update_where(build_filter(namespace=old_namespace), {"namespace": new_namespace})
-        self._r.upkeep.poke()
+        self._resources.upkeep.poke()
         return RenameNamespaceResult(
             old_namespace=old_namespace,
             new_namespace=new_namespace,

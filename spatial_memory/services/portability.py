@@ -236,10 +236,10 @@ class PortabilityService(Service):
         target = paths.resolve_export_path(output_path, self._settings.allowed_export_dirs)
         fmt = formats.format_for(target, format, for_export=True)
         with_vectors = bool(include_vectors) if include_vectors is not None else fmt != "csv"
-        store = self._r.store()
+        store = self._resources.store()
         # Recalls' access counts wait for a pause before they are written; the export must
         # carry every one made before it.
-        self._r.upkeep.flush()
+        self._resources.upkeep.flush()
         flt = build_filter(namespace=namespace) if namespace is not None else None
         columns = SUMMARY_COLUMNS + (["vector"] if with_vectors else [])
         table = store.scan_arrow(columns, flt)
@@ -301,7 +301,7 @@ class PortabilityService(Service):
         """
         started = time.perf_counter()
         source, fmt, parsed = self._read_import_file(source_path, format, namespace_override, dedup_threshold)
-        store = self._r.store()
+        store = self._resources.store()
         candidates, problems = self._checked_records(
             parsed, store.model_id, store.dim, namespace_override, regenerate_embeddings
         )
@@ -322,7 +322,7 @@ class PortabilityService(Service):
             if not dry_run:
                 store.add_imported(planned.records, planned.states, planned.links)
         if not dry_run and planned.records:
-            self._r.upkeep.poke()
+            self._resources.upkeep.poke()
         return ImportResult(
             source_path=str(source),
             format=fmt,
@@ -375,6 +375,6 @@ class PortabilityService(Service):
         )
 
     def _embed(self, candidates) -> None:
-        vectors = self._r.embedder.embed_documents([c.content for c in candidates])
+        vectors = self._resources.embedder.embed_documents([c.content for c in candidates])
         for candidate, vector in zip(candidates, vectors, strict=True):
             candidate.vector = np.asarray(vector, dtype=np.float32)

@@ -89,7 +89,7 @@ class ProcedureService(Service):
             metadata=procedure.as_metadata(),
             memory_type=MEMORY_TYPE,
         )
-        (record,) = MemoryService(self._r).build_records([item], provenance=provenance)
+        (record,) = MemoryService(self._resources).build_records([item], provenance=provenance)
         return record
 
     def build_skill(
@@ -107,8 +107,8 @@ class ProcedureService(Service):
             trajectory, outcome_score=outcome_score, domain=domain, trigger_pattern=trigger_pattern, name=name
         )
         record = self.procedure_record(procedure, namespace, provenance or Provenance(via="build_skill"))
-        self._r.store().add([record])
-        self._r.upkeep.poke()
+        self._resources.store().add([record])
+        self._resources.upkeep.poke()
         stored = Procedure.from_metadata(record.metadata) or procedure
         return BuildSkillResult(
             procedure_id=record.id,
@@ -130,12 +130,12 @@ class ProcedureService(Service):
         """One run of a procedure: its counts, last run and (on failure) what failed where."""
         error = _text("error", error) if error is not None else None
         context = _text("context", context) if context is not None else None
-        store = self._r.store()
+        store = self._resources.store()
         with store.exclusive():  # read-modify-write: two runs reported at once both count
             record, procedure = self._procedure(store, procedure_id)
             if failed_step is not None and not 1 <= failed_step <= len(procedure.steps):
                 raise ValidationError(f"failed_step must be a step number from 1 to {len(procedure.steps)}")
-            now = self._r.clock()
+            now = self._resources.clock()
             failure = None if success else Failure(at=iso(now), error=error, failed_step=failed_step, context=context)
             ran = procedure.ran(bool(success), now, failure)
             self._rewrite(store, record, ran, provenance or Provenance(via="execute_skill"))
@@ -150,7 +150,7 @@ class ProcedureService(Service):
         self, procedure_id: str, *, reason: str | None = None, provenance: Provenance | None = None
     ) -> DeprecateSkillResult:
         reason = _text("reason", reason) if reason is not None else None
-        store = self._r.store()
+        store = self._resources.store()
         with store.exclusive():
             record, procedure = self._procedure(store, procedure_id)
             retired = replace(procedure, status="deprecated", deprecated_reason=reason)
@@ -164,7 +164,7 @@ class ProcedureService(Service):
         one more successful run, which makes a captured procedure live. A record already counted
         (backfill run twice, a claim retried) changes nothing. Returns how many were stored or
         confirmed. Each proposal comes with the provenance of its capture."""
-        store = self._r.store()
+        store = self._resources.store()
         changed = 0
         with store.exclusive():
             known: dict[tuple[str, str], tuple[MemoryRecord, Procedure]] = {}
@@ -181,7 +181,9 @@ class ProcedureService(Service):
                         continue
                     if record.vector is None:  # listed without it; a new version keeps it
                         record = store.get(record.id, with_vector=True) or record
-                    ran = replace(procedure.ran(True, self._r.clock(), None), seen=(*procedure.seen, proposal["id"]))
+                    ran = replace(
+                        procedure.ran(True, self._resources.clock(), None), seen=(*procedure.seen, proposal["id"])
+                    )
                     ran = replace(ran, seen=ran.seen[-KEPT_SEEN:])
                     known[key] = (self._rewrite(store, record, ran, origin), ran)
                 elif store.get(proposal["id"]) is None:
@@ -228,11 +230,11 @@ class ProcedureService(Service):
 
     def _rewrite(self, store, record: MemoryRecord, procedure: Procedure, provenance: Provenance) -> MemoryRecord:
         metadata = check.metadata({**record.metadata, **procedure.as_metadata()}, self._settings)
-        now = self._r.clock()
+        now = self._resources.clock()
         origin = provenance.but(session_id=record.conversation.session_id)
         new = replace(record, metadata=metadata, version=record.version + 1, updated_at=now, provenance=origin)
         store.rewrite(new, record, self._settings.max_versions)
-        self._r.upkeep.poke()
+        self._resources.upkeep.poke()
         return new
 
     # ---- reading ------------------------------------------------------------------------
@@ -251,8 +253,8 @@ class ProcedureService(Service):
         if namespace is not None:
             namespace = check.namespace(namespace, self._settings)
         wanted = _label("domain", domain).lower() if domain is not None else None
-        vector = self._r.embedder.embed_query(task)
-        hits = self._r.store().search(
+        vector = self._resources.embedder.embed_query(task)
+        hits = self._resources.store().search(
             vector, max(limit * SEARCH_WIDTH, 20), procedure_filter(namespace), min_similarity=MIN_SIMILARITY
         )
         found: list[Scored] = []
@@ -268,7 +270,7 @@ class ProcedureService(Service):
 
     def procedures(self, namespace: str | None = None) -> list[tuple[MemoryRecord, Procedure]]:
         """Every procedure the caller can read, in id order."""
-        records = self._r.store().scan(procedure_filter(namespace))
+        records = self._resources.store().scan(procedure_filter(namespace))
         pairs = [(r, Procedure.from_metadata(r.metadata)) for r in records]
         return sorted(((r, p) for r, p in pairs if p is not None), key=lambda pair: pair[0].id)
 

@@ -1,7 +1,7 @@
 """Recall's filters: the one definition of the parameters that choose which memories a call
 considers (namespace, tags, filters, min_similarity, since, until, as_of).
 
-recall, hybrid_recall and forget take them as `**where: Unpack[RecallFilters]` (or `Scope`, the
+recall, hybrid_recall and forget take them as `**where: Unpack[RecallFilters]` (or `MemoryFilters`, the
 part forget uses), in their services and in their tools alike: a tool lists them as its own
 parameters (tools/registry.py expands the TypedDict), with these types, limits and words.
 None (or an absent key) is no such filter.
@@ -38,14 +38,14 @@ Until = Annotated[
 AsOf = Annotated[datetime | None, Field(description="As things stood then.")]
 
 
-class Scope(TypedDict, total=False):
+class MemoryFilters(TypedDict, total=False):
     """Which memories: one namespace, and conditions on their fields."""
 
     namespace: NamespaceFilter
     filters: Filters
 
 
-class RecallFilters(Scope, total=False):
+class RecallFilters(MemoryFilters, total=False):
     """Which memories a search considers. since/until compare occurred_at, else created_at."""
 
     tags: TagFilter

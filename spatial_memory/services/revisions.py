@@ -43,7 +43,7 @@ class RevisionService(Service):
             raise ValidationError("memory_ids is empty: give at least one id")
         if len(ids) > self._settings.max_batch_size:
             raise ValidationError(f"at most {self._settings.max_batch_size} ids per call")
-        store = self._r.store()
+        store = self._resources.store()
         current = {r.id: r for r in store.get_many(ids)}
         counts: dict[str, int] = {}
         closed: dict[str, RetiredState] = {}  # memories a successor closed: their last state
@@ -130,8 +130,8 @@ class RevisionService(Service):
         if not changes and expires_at is _UNSET:
             raise ValidationError(f"nothing to change: give at least one of {', '.join(CHANGEABLE)}")
         # Embed before taking the lock: the model is the slow part, and the content is known.
-        vector = self._r.embedder.embed_documents([changes["content"]])[0] if "content" in changes else None
-        store = self._r.store()
+        vector = self._resources.embedder.embed_documents([changes["content"]])[0] if "content" in changes else None
+        store = self._resources.store()
         with store.exclusive():
             previous = store.get(memory_id, with_vector=True)
             if previous is None:
@@ -139,7 +139,7 @@ class RevisionService(Service):
                     f"Memory not found: {memory_id[:64]}. It may have been superseded, expired or forgotten; "
                     "use recall or get_memories to find current ids."
                 )
-            now = self._r.clock()
+            now = self._resources.clock()
             if "memory_type" in changes or expires_at is not _UNSET:
                 new_type = changes.get("memory_type", previous.memory_type)
                 explicit = None if expires_at is _UNSET else expires_at
@@ -157,11 +157,11 @@ class RevisionService(Service):
                 provenance=origin,
             )
             store.rewrite(record, previous, s.max_versions)
-        self._r.upkeep.poke()
+        self._resources.upkeep.poke()
         return UpdateMemoryResult(memory=MemoryDetail.of(record), changed=changed, re_embedded="content" in changed)
 
     def _revert(self, memory_id: str, version: int, provenance: Provenance | None) -> UpdateMemoryResult:
-        store = self._r.store()
+        store = self._resources.store()
         if store.get(memory_id) is None:
             raise MemoryNotFoundError(
                 f"Memory not found: {memory_id[:64]}. Only a current memory can be reverted; "
@@ -191,7 +191,7 @@ class RevisionService(Service):
     def memory_history(self, memory_id: str, *, limit: int = 20, diff: bool = False) -> MemoryHistoryResult:
         """A memory's versions, newest first: the current one (if any), then the retired ones;
         `diff`: each with what changed against the version before it."""
-        store = self._r.store()
+        store = self._resources.store()
         current = store.get(memory_id)
         retired = store.retired([memory_id])
         if current is None and not retired:

@@ -86,7 +86,7 @@ class SearchService(Service):
     ) -> list[RankedHit]:
         """The best memories for a query, by meaning, keywords and conversation context (see
         `_ranked`)."""
-        with self._r.store().one_version():
+        with self._resources.store().one_version():
             return self._ranked(query, limit=limit, alpha=alpha, **where)[0]
 
     def _ranked(
@@ -117,7 +117,7 @@ class SearchService(Service):
         flt = store_filter(where)
         as_of = as_of_moment(where)
         min_similarity = similarity_floor(where)
-        store = self._r.store()
+        store = self._resources.store()
         if alpha >= 1.0:
             return self._by_meaning(store, query, limit, flt, as_of, min_similarity, spare)
         query_vector, by_vector, by_keyword, bm25_scores = self._searches(store, query, limit, alpha, flt, as_of)
@@ -184,12 +184,12 @@ class SearchService(Service):
             by_vector = store.search_candidates(query_vector, depth, flt)
         by_keyword, bm25_scores = keyword.result()
         if store.fts_may_lag():  # keyword searches scan the rows outside the index: compact now
-            self._r.upkeep.poke()
+            self._resources.upkeep.poke()
         return query_vector, by_vector, by_keyword, bm25_scores
 
     def query_vector(self, query: str) -> np.ndarray:
         check.query_text(query)
-        return np.asarray(self._r.embedder.embed_query(query), dtype=np.float32)
+        return np.asarray(self._resources.embedder.embed_query(query), dtype=np.float32)
 
     def pinned(self, namespace: str | None) -> list[MemoryRecord]:
         """The namespace's pinned memories recall lists first (Settings.max_pinned_in_recall), with
@@ -197,7 +197,7 @@ class SearchService(Service):
         cap = self._settings.max_pinned_in_recall
         if cap == 0:
             return []
-        store = self._r.store()
+        store = self._resources.store()
         key = (store.version, namespace, cap)
         found = self._pinned_cache.get(key)
         if found is None:
@@ -228,7 +228,7 @@ class SearchService(Service):
         if expand and as_of is not None:
             raise ValidationError("expand cannot be combined with as_of: relations and links are today's; drop one")
         namespace = where.get("namespace")
-        with self._r.store().one_version():
+        with self._resources.store().one_version():
             pinned = self.pinned(namespace) if as_of is None else []
             alpha = DEFAULT_PARAMS.alpha if hybrid_alpha is None else hybrid_alpha
             wanted = limit + len(pinned)  # room for copies of another hit or of a pinned memory
@@ -241,9 +241,9 @@ class SearchService(Service):
         for first in firsts:
             first.record.vector = None
         shown = [*firsts, *(ScoredMemory(h.record, h.similarity) for h in hits)]
-        self._r.upkeep.record_access(h.record.id for h in shown)
+        self._resources.upkeep.record_access(h.record.id for h in shown)
         # The best few hits were recalled together: their co-recall links grow (co_recall.py).
-        self._r.upkeep.record_co_recall(h.record.id for h in hits[:CO_RECALL_TOP])
+        self._resources.upkeep.record_co_recall(h.record.id for h in hits[:CO_RECALL_TOP])
         items = [MemoryItem.of(h) for h in shown]
         mark_weak(items[len(firsts) :], [h.similarity for h in hits])  # pinned ones are not hits
         if context:
@@ -256,7 +256,13 @@ class SearchService(Service):
             floor = min((h.similarity for h in seeds), default=1.0)
             seeds += [f for f in firsts if f.similarity >= floor]
             expanded = expand_recall(
-                self._r.store(), query_vector, seeds, {h.record.id for h in shown}, flt, expand, expansion or EXPANSION
+                self._resources.store(),
+                query_vector,
+                seeds,
+                {h.record.id for h in shown},
+                flt,
+                expand,
+                expansion or EXPANSION,
             )
         return RecallResult(memories=items, total=len(items), expanded=expanded)
 
@@ -269,7 +275,7 @@ class SearchService(Service):
         if not windows:
             return
         by_session: dict[str, list[MemoryRecord]] = {}
-        for record in self._r.store().scan(session_windows(windows, namespace=namespace)):
+        for record in self._resources.store().scan(session_windows(windows, namespace=namespace)):
             by_session.setdefault(record.conversation.session_id, []).append(record)
         for item, record in zip(items, records, strict=True):
             c = record.conversation
@@ -284,7 +290,7 @@ class SearchService(Service):
             item.context = [ContextMemory.of(n, n.conversation.sequence - c.sequence) for n in around]
 
     def nearby(self, memory_id: str, *, limit: int = 5, namespace: str | None = None) -> NearbyResult:
-        store = self._r.store()
+        store = self._resources.store()
         reference = store.get(memory_id, with_vector=True)
         if reference is None:
             raise MemoryNotFoundError(f"Memory not found: {memory_id}. Use recall to find memory ids.")
@@ -295,10 +301,10 @@ class SearchService(Service):
     def hybrid_recall(
         self, query: str, *, alpha: float = 0.5, limit: int = 5, **where: Unpack[RecallFilters]
     ) -> HybridRecallResult:
-        with self._r.store().one_version():
+        with self._resources.store().one_version():
             ranked, _ = self._ranked(query, limit=limit, alpha=alpha, spare=limit, **where)
         hits = _distinct(ranked, limit)
-        self._r.upkeep.record_access(h.record.id for h in hits)
+        self._resources.upkeep.record_access(h.record.id for h in hits)
         items = [
             HybridMemoryItem(
                 similarity=round(h.similarity, 6),

@@ -71,11 +71,11 @@ def _regions_note(memories: int, regions: int, min_size: int, grouped: bool, nam
 
 class SpatialService:
     def __init__(self, resources: Resources) -> None:
-        self._r = resources
+        self._resources = resources
         self._regions_cache = VersionedCache()
 
     def _fetch_with_vectors(self, ids: list[str]) -> dict[str, MemoryRecord]:
-        return {r.id: r for r in self._r.store().get_many(ids, with_vectors=True)}
+        return {r.id: r for r in self._resources.store().get_many(ids, with_vectors=True)}
 
     # ---- journey -----------------------------------------------------------------------
 
@@ -99,7 +99,7 @@ class SpatialService:
             points = alg.slerp(v0, v1, ts)
         except ValueError as exc:
             raise JourneyError(f"cannot interpolate between these memories: {exc}") from exc
-        store = self._r.store()
+        store = self._resources.store()
         flt = build_filter(namespace=namespace)
         journey_steps = []
         covered = 0
@@ -130,7 +130,7 @@ class SpatialService:
     def _wander_start(
         self, start_id: str | None, seed: str | None, namespace: str | None, rng: np.random.Generator
     ) -> tuple[MemoryRecord, float]:
-        store = self._r.store()
+        store = self._resources.store()
         flt = build_filter(namespace=namespace)
         if start_id is not None and seed is not None:
             raise ValidationError("give start_id or seed, not both")
@@ -145,7 +145,7 @@ class SpatialService:
             raise ValidationError(f"No memories available for wander{where}; remember something first")
         if seed is not None:
             check.query_text(seed, field="seed")
-            hits = store.search(self._r.embedder.embed_query(seed), 1, flt, with_vectors=True)
+            hits = store.search(self._resources.embedder.embed_query(seed), 1, flt, with_vectors=True)
             return hits[0].record, hits[0].similarity
         record = store.nth(int(rng.integers(total)), flt, with_vector=True)
         if record is None:
@@ -166,7 +166,7 @@ class SpatialService:
             raise ValidationError("random_seed must be 0 or more")
         rng = np.random.default_rng(random_seed)
         current, start_similarity = self._wander_start(start_id, seed, namespace, rng)
-        store = self._r.store()
+        store = self._resources.store()
         flt = build_filter(namespace=namespace)
         visited = {current.id}
         walk = [
@@ -250,7 +250,7 @@ class SpatialService:
         max_clusters: int | None = None,
         include_members: bool = False,
     ) -> RegionsResult:
-        store = self._r.store()
+        store = self._resources.store()
         key = (store.data_version, namespace, min_cluster_size, max_clusters, include_members)
         cached = self._regions_cache.get(key)
         if cached is not None:

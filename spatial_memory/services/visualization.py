@@ -46,7 +46,7 @@ class _Drawing:
 
 class VisualizationService:
     def __init__(self, resources: Resources) -> None:
-        self._r = resources
+        self._resources = resources
         self._cache = VersionedCache()
         self._drawings = VersionedCache(size=4)
         self._projected = False
@@ -54,7 +54,7 @@ class VisualizationService:
     @property
     def projection_ready(self) -> bool:
         """False until the map's code has been imported in this process (first call, or the warm-up)."""
-        return self._projected or self._r.projection_warm
+        return self._projected or self._resources.projection_warm
 
     def visualize(
         self,
@@ -67,7 +67,7 @@ class VisualizationService:
         max_memories: int = 500,
         highlight_ids: list[str] | None = None,
     ) -> VisualizeResult:
-        store = self._r.store()
+        store = self._resources.store()
         highlights = set(highlight_ids or [])
         # One drawing per store state and selection, whatever the format: the layout and the
         # clustering are the slow part, and a client often asks for json, then svg.
@@ -139,7 +139,7 @@ class VisualizationService:
             raise VisualizationError(f"projection failed: {exc}") from exc
         report_progress(3, DRAW_STEPS, "clustered", source="steps")
 
-        tiers = record_tiers(records, self._r.clock())
+        tiers = record_tiers(records, self._resources.clock())
         nodes = [
             VisualNode(
                 id=r.id,

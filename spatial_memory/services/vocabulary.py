@@ -39,7 +39,7 @@ class VocabularyService(Service):
     ) -> NameMatches:
         """The namespace or tag names of live memories starting with `prefix` (case-insensitive),
         most used first. `namespaces`: only names found in these namespaces (None: every one)."""
-        store = self._r.store()
+        store = self._resources.store()
         within = None if namespaces is None else frozenset(namespaces)
         key = (store.data_version, kind, within)
         ranked = self._names.get(key)

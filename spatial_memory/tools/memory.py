@@ -10,7 +10,7 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from ..limits import MAX_BATCH, MAX_HISTORY
-from ..services.recall_filters import Scope
+from ..services.recall_filters import MemoryFilters
 from ..services.results import (
     ForgetResult,
     GetMemoriesResult,
@@ -156,7 +156,7 @@ async def memory_history(
 
 @tool(DESTRUCTIVE)
 async def forget(
-    ctx: Context, memory_id: MemoryId | None = None, **where: Unpack[Scope]
+    ctx: Context, memory_id: MemoryId | None = None, **where: Unpack[MemoryFilters]
 ) -> Annotated[CallToolResult, ForgetResult]:
     """Delete a memory by id (not_found names it if absent), or all matching namespace and filters."""
     return await call(ctx, lambda app: app.memory.forget(memory_id, **where))
