@@ -14,7 +14,7 @@ import logging
 import re
 import signal
 from contextlib import AsyncExitStack
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import mcp_types
@@ -34,6 +34,9 @@ from ..transport import stdio_pipes
 from ..transport.handshake import Handover, HandshakeCache, Recorder
 from ..validation import argument_problem
 
+if TYPE_CHECKING:  # named in annotations only
+    from ..app import App
+
 log = logging.getLogger("spatial_memory.tools")
 
 
@@ -46,7 +49,7 @@ class SpatialMemoryMCPServer(MCPServer):
     handshake_cache: HandshakeCache | None = None
     # The lifespan's App while the server runs (server/app.py), for handlers the SDK gives no
     # request context (static resources).
-    app: Any = None
+    app: App | None = None
     # Set when SIGTERM or SIGINT ended the session: the lifespan's drain is then short.
     stopping_on_signal: bool = False
 

@@ -57,9 +57,11 @@ class NamespacePermissions(Protocol):
 
     def filter(self) -> Filter:
         """The readable namespaces, as a filter."""
+        ...
 
     def write_filter(self) -> Filter:
         """The writable namespaces, as a filter."""
+        ...
 
 
 class ConfinedStore(Store):

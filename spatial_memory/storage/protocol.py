@@ -11,6 +11,9 @@ A new store method is the part's method plus one line here: MemoryStore forwards
 ConfinedStore confines it from this line (tests/test_team_server.py checks every member is).
 """
 
+# pyarrow ships no types: the members returning a pa.Table (scan_arrow, history_arrow) are partly Unknown.
+# pyright: reportUnknownMemberType=false, reportUnknownArgumentType=false, reportUnknownVariableType=false
+
 from __future__ import annotations
 
 from collections.abc import Callable

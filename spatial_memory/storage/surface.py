@@ -107,11 +107,11 @@ class Member(Generic[P, R]):
     def __get__(self, store: Serves | None, owner: type[Any] | None = None) -> Member[P, R] | Callable[P, R]:
         if store is None:
             return self
-        return store._serve(self)
+        return store._serve(self)  # pyright: ignore[reportPrivateUsage] - the store classes' half of this protocol
 
     def __call__(self, store: Serves, /, *args: P.args, **kwargs: P.kwargs) -> R:
         """Called on the class (`MemoryStore.search(store, ...)`), as a method can be."""
-        return store._serve(self)(*args, **kwargs)
+        return store._serve(self)(*args, **kwargs)  # pyright: ignore[reportPrivateUsage] - as above
 
 
 class Fact(Generic[T]):
@@ -134,5 +134,5 @@ class Fact(Generic[T]):
     def __get__(self, store: Serves | None, owner: type[Any] | None = None) -> Fact[T] | T:
         if store is None:
             return self
-        value: T = store._fact(self)
+        value: T = store._fact(self)  # pyright: ignore[reportPrivateUsage] - the store classes' half of this protocol
         return value

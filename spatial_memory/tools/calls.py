@@ -16,11 +16,10 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pydantic
-from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, EmbeddedResource, TextContent, TextResourceContents, ToolAnnotations
 
 from ..auth.principal import current_scope
@@ -30,44 +29,16 @@ from ..storage.records import Provenance
 from ..transport.cancellation import request_scope
 from ..transport.progress import Progress, Reported, progress_scope
 from .lean import is_short_id, lean
+from .types import Context
 
-if TYPE_CHECKING:
-    from ..runtime.resources import Resources
-    from ..services.connections import ConnectionService
-    from ..services.consolidation import ConsolidationService
-    from ..services.extraction import ExtractionService
-    from ..services.health import HealthService
-    from ..services.lifecycle import LifecycleService
-    from ..services.memory import MemoryService
-    from ..services.namespaces import NamespaceService
-    from ..services.portability import PortabilityService
-    from ..services.revisions import RevisionService
-    from ..services.search import SearchService
-    from ..services.spatial import SpatialService
-    from ..services.visualization import VisualizationService
+if TYPE_CHECKING:  # named in annotations only
+    from ..app import App
 log = logging.getLogger("spatial_memory.tools")
 
 
-class Services(Protocol):
-    """What a tool's work receives: the services of the caller's App (server/app.py), confined to
-    its namespaces on a team server."""
-
-    resources: Resources
-    memory: MemoryService
-    revisions: RevisionService
-    search: SearchService
-    namespaces: NamespaceService
-    portability: PortabilityService
-    spatial: SpatialService
-    visualization: VisualizationService
-    lifecycle: LifecycleService
-    extraction: ExtractionService
-    consolidation: ConsolidationService
-    connections: ConnectionService
-    health: HealthService
-
-
-Work = Callable[[Services], pydantic.BaseModel]
+# A tool's work: one service call on the caller's App (its services confined to its namespaces on a
+# team server).
+Work = Callable[["App"], pydantic.BaseModel]
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 ADDITIVE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
@@ -104,7 +75,8 @@ def success(result: pydantic.BaseModel) -> CallToolResult:
 def with_picture(out: CallToolResult, uri: str = "memory://map.svg") -> CallToolResult:
     """A successful SVG map also as an `image/svg+xml` resource: clients that render embedded
     resources show the picture instead of markup escaped inside JSON."""
-    svg = (out.structured_content or {}).get("output") if not out.is_error else None
+    structured: dict[str, object] = out.structured_content or {}
+    svg = structured.get("output") if not out.is_error else None
     if isinstance(svg, str):
         picture = TextResourceContents(uri=uri, mime_type="image/svg+xml", text=svg)
         out.content.append(EmbeddedResource(type="resource", resource=picture))
@@ -171,7 +143,7 @@ async def _send_progress(ctx: Context, progress: Progress, note: str | None, fin
 def in_worker(fn: Work) -> Work:
     """`fn(app)` as worker-thread work: counted for shutdown, after the heavy imports."""
 
-    def run(app: Services) -> pydantic.BaseModel:
+    def run(app: App) -> pydantic.BaseModel:
         with app.resources.workers.running():  # shutdown waits for this (runtime/shutdown.py)
             import_heavy_modules()  # never two threads importing pyarrow at once (see there)
             return fn(app)
@@ -179,7 +151,7 @@ def in_worker(fn: Work) -> Work:
     return run
 
 
-async def _run_with_progress(fn: Work, app: Services, ctx: Context, note: str | None) -> pydantic.BaseModel:
+async def _run_with_progress(fn: Work, app: App, ctx: Context, note: str | None) -> pydantic.BaseModel:
     # Every call: whether the client asked for progress is the SDK's to know (a token over JSON-RPC,
     # a callback in process); ctx.report_progress sends nothing when it did not.
     fn = in_worker(fn)
@@ -216,10 +188,9 @@ async def call(ctx: Context, fn: Work, *, progress: str | None = None) -> CallTo
         upkeep.call_finished()
 
 
-def _scoped_app(ctx: Context) -> Services:
+def _scoped_app(ctx: Context) -> App:
     """The caller's view: a team server's principal gets an App confined to its namespaces."""
-    server_app: Any = ctx.request_context.lifespan_context  # server/app.py's App
-    return server_app.for_scope(current_scope())
+    return ctx.request_context.lifespan_context.for_scope(current_scope())
 
 
 async def full_ids(ctx: Context, arguments: dict[str, Any], names: Sequence[str]) -> dict[str, Any] | CallToolResult:
@@ -246,7 +217,7 @@ async def full_ids(ctx: Context, arguments: dict[str, Any], names: Sequence[str]
     return {**arguments, **expanded}
 
 
-async def _call(app: Services, ctx: Context, fn: Work, progress: str | None) -> CallToolResult:
+async def _call(app: App, ctx: Context, fn: Work, progress: str | None) -> CallToolResult:
     with request_scope() as cancelled:
         try:
             # A cancelled request (or a client that closed the pipe) returns at once instead of

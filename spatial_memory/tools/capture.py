@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
-from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 
 from ..capture.setup import plan
 from ..config import default_data_dir
 from ..services.results import SetupHooksResult
-from .calls import READ_ONLY, Services, call
+from .calls import READ_ONLY, call
 from .registry import tool
+from .types import Context
+
+if TYPE_CHECKING:  # named in annotations only
+    from ..app import App
 
 
 @tool(READ_ONLY)
@@ -26,7 +29,7 @@ async def setup_hooks(
     return await call(ctx, lambda app: _setup(app, client, scope))
 
 
-def _setup(app: Services, client: str, scope: str) -> SetupHooksResult:
+def _setup(app: App, client: str, scope: str) -> SetupHooksResult:
     settings = app.resources.settings
     store = None if settings.path == default_data_dir().expanduser().resolve() else settings.path
     # The server does not know the user's project: project paths stay relative to its root.

@@ -12,9 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from mcp.server.elicitation import AcceptedElicitation
-from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.resolve import Elicit
 from pydantic import BaseModel, Field
+
+from .types import Context
 
 
 class Confirmation(BaseModel):

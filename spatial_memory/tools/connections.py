@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
@@ -17,7 +16,7 @@ from ..services.results import (
 )
 from .calls import DESTRUCTIVE, READ_ONLY, call, provenance
 from .registry import tool
-from .types import Limit, MemoryId, Similarity, Text, Unlisted
+from .types import Context, Limit, MemoryId, Similarity, Text, Unlisted
 
 LINKING = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 Relation = Annotated[str, Unlisted(MAX_RELATION_CHARS)]

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 
 from ..services.results import HealthResult
 from .calls import READ_ONLY, call
 from .registry import tool
+from .types import Context
 
 
 @tool(READ_ONLY)

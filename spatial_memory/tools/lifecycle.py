@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
@@ -12,7 +11,7 @@ from ..limits import MAX_GROUPS
 from ..services.results import ConsolidateResult, DecayResult, ExtractResult, ReinforceResult
 from .calls import ADDITIVE, DESTRUCTIVE, call, provenance
 from .registry import tool
-from .types import Content, DedupThreshold, MemoryId, Namespace, NamespaceFilter, Similarity
+from .types import Content, Context, DedupThreshold, MemoryId, Namespace, NamespaceFilter, Similarity
 
 
 @tool(DESTRUCTIVE)

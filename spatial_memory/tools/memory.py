@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Unpack
 
-from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
@@ -23,6 +22,7 @@ from .calls import ADDITIVE, CHANGING, DESTRUCTIVE, READ_ONLY, call, provenance
 from .registry import tool
 from .types import (
     Content,
+    Context,
     Importance,
     Label,
     MemoryId,

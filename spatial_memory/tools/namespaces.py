@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Annotated
 
 from mcp.server.elicitation import ElicitationResult
-from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.resolve import Resolve
 from mcp.types import CallToolResult
 
@@ -13,7 +12,7 @@ from ..services.results import DeleteNamespaceResult, NamespacesResult, RenameNa
 from .calls import CHANGING, DESTRUCTIVE, READ_ONLY, call
 from .confirmation import Confirmation, confirm_namespace_deletion, confirmed
 from .registry import tool
-from .types import Namespace, NamespaceFilter
+from .types import Context, Namespace, NamespaceFilter
 
 
 @tool(READ_ONLY)
@@ -39,7 +38,7 @@ async def delete_namespace(
     confirm: bool = False,
     dry_run: bool = True,
     # Not an argument: the user's answer where the client can ask (confirmation.py).
-    answer: Annotated[ElicitationResult[Confirmation], Resolve(confirm_namespace_deletion)] = None,
+    answer: Annotated[ElicitationResult[Confirmation], Resolve(confirm_namespace_deletion)] = None,  # pyright: ignore[reportArgumentType] - the SDK resolves it before the call; the default only marks it optional to Python
 ) -> Annotated[CallToolResult, DeleteNamespaceResult]:
     """Delete a namespace's memories: needs dry_run=false and confirm=true."""
     sure = confirmed(answer)

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 
 from ..limits import MAX_PATH_CHARS
 from ..services.results import ExportResult, ImportResult
 from .calls import ADDITIVE, DESTRUCTIVE, call, provenance
 from .registry import tool
-from .types import DedupThreshold, NamespaceFilter, Unlisted
+from .types import Context, DedupThreshold, NamespaceFilter, Unlisted
 
 Path = Annotated[str, Unlisted(MAX_PATH_CHARS)]
 FileFormat = Literal["parquet", "json", "csv"] | None

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -13,7 +12,7 @@ from ..procedures.model import Step
 from ..services.results.procedures import BuildSkillResult, DeprecateSkillResult, ExecuteSkillResult, HowToResult
 from .calls import ADDITIVE, CHANGING, READ_ONLY, call, provenance
 from .registry import tool
-from .types import Limit, MemoryId, Namespace, NamespaceFilter, Query, Unlisted
+from .types import Context, Limit, MemoryId, Namespace, NamespaceFilter, Query, Unlisted
 
 Note = Annotated[str, Unlisted(MAX_PROCEDURE_TEXT)]
 Name = Annotated[str, Unlisted(MAX_PROCEDURE_LABEL)]

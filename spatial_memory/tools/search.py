@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Annotated, Unpack
 
-from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
@@ -14,7 +13,7 @@ from ..services.results import HybridRecallResult, NearbyResult, RecallResult
 from .atlas_app import TOOL_META
 from .calls import READ_ONLY, call
 from .registry import tool
-from .types import Limit, MemoryId, NamespaceFilter, Query, Similarity
+from .types import Context, Limit, MemoryId, NamespaceFilter, Query, Similarity
 
 
 @tool(READ_ONLY, meta=TOOL_META)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
@@ -13,7 +12,7 @@ from ..services.results import JourneyResult, RegionsResult, VisualizeResult, Wa
 from .atlas_app import TOOL_META
 from .calls import READ_ONLY, call, with_picture
 from .registry import tool
-from .types import MemoryId, NamespaceFilter, Query, Similarity
+from .types import Context, MemoryId, NamespaceFilter, Query, Similarity
 
 
 @tool(READ_ONLY)

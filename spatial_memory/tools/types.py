@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Any, Literal, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, cast
 
 from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
@@ -33,6 +33,17 @@ from ..limits import (
 )
 from ..services.recall_filters import NamespaceFilter as NamespaceFilter
 from ..storage.records import Conversation, NewMemory
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import Context as SdkContext
+
+    from ..app import App
+
+    # A tool's context: its lifespan context is the server's App (server/app.py's typed lifespan).
+    Context: TypeAlias = SdkContext[App, Any]
+else:
+    # At run time the SDK's class itself: the SDK finds a tool's context parameter by it.
+    from mcp.server.mcpserver import Context as Context
 
 
 @dataclass(frozen=True)
