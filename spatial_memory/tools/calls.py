@@ -16,7 +16,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import pydantic
@@ -39,6 +39,7 @@ log = logging.getLogger("spatial_memory.tools")
 # A tool's work: one service call on the caller's App (its services confined to its namespaces on a
 # team server).
 Work = Callable[["App"], pydantic.BaseModel]
+R = TypeVar("R")
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 ADDITIVE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
@@ -140,10 +141,10 @@ async def _send_progress(ctx: Context, progress: Progress, note: str | None, fin
         return
 
 
-def in_worker(fn: Work) -> Work:
+def in_worker(fn: Callable[[App], R]) -> Callable[[App], R]:
     """`fn(app)` as worker-thread work: counted for shutdown, after the heavy imports."""
 
-    def run(app: App) -> pydantic.BaseModel:
+    def run(app: App) -> R:
         with app.resources.workers.running():  # shutdown waits for this (runtime/shutdown.py)
             import_heavy_modules()  # never two threads importing pyarrow at once (see there)
             return fn(app)
@@ -198,8 +199,10 @@ async def full_ids(ctx: Context, arguments: dict[str, Any], names: Sequence[str]
     show ids: tools/lean.py) replaced by the full id, or the typed error of an ambiguous one. Full
     ids and ids that match nothing are passed on as they are (the tool then says what it says of
     an unknown id); the store is read only when some id is short."""
-    given = {name: arguments[name] for name in names if arguments.get(name) is not None}
-    values = [v for value in given.values() for v in (value if isinstance(value, list) else [value])]
+    given: dict[str, Any] = {name: arguments[name] for name in names if arguments.get(name) is not None}
+    values: list[Any] = []
+    for value in given.values():
+        values += value if isinstance(value, list) else [value]
     short = [v for v in values if isinstance(v, str) and is_short_id(v)]
     if not short:
         return arguments
@@ -210,10 +213,11 @@ async def full_ids(ctx: Context, arguments: dict[str, Any], names: Sequence[str]
         return failure(exc)
     except Exception:  # noqa: BLE001 - an unexpected failure is still a typed error
         return internal_failure("full_ids")
-    expanded = {
-        name: [found.get(v, v) for v in value] if isinstance(value, list) else found.get(value, value)
-        for name, value in given.items()
-    }
+
+    def full(value: str | list[str]) -> str | list[str]:
+        return [found.get(v, v) for v in value] if isinstance(value, list) else found.get(value, value)
+
+    expanded = {name: full(value) for name, value in given.items()}
     return {**arguments, **expanded}
 
 
