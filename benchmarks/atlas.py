@@ -49,8 +49,8 @@ def _post(url: str, token: str, operation: str) -> tuple[float, dict]:
 def _add_one(store: Path, n: int) -> str:
     from spatial_memory.app import App
     from spatial_memory.config import Settings
+    from spatial_memory.records import NewMemory
     from spatial_memory.runtime.resources import Resources
-    from spatial_memory.storage.records import NewMemory
 
     resources = Resources(Settings(path=store, preload=False), None, None)
     try:

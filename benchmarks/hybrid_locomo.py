@@ -54,9 +54,9 @@ def main() -> None:
     args = parser.parse_args()
 
     from spatial_memory.config import Settings
+    from spatial_memory.records import NewMemory
     from spatial_memory.runtime.resources import Resources
     from spatial_memory.server.app import App
-    from spatial_memory.storage.records import NewMemory
 
     conversations = locomo.load(args.path)
     if args.conversations:

@@ -155,8 +155,8 @@ def embed_cached(embedder: Any, texts: list[str], cache: Path, kind: str) -> np.
 def _fulltext() -> tuple[dict[str, Any], Callable[[str], str]]:
     """The server's full-text index options and query sanitiser."""
     try:
-        from spatial_memory.storage.fulltext import FTS_OPTIONS, match_text
-    except ImportError:  # pragma: no cover - the layout before storage/fulltext.py
+        from spatial_memory.storage.search.fulltext import FTS_OPTIONS, match_text
+    except ImportError:  # pragma: no cover - the layout before storage/search/fulltext.py
         from spatial_memory.storage.store import FTS_OPTIONS, match_text  # type: ignore[attr-defined,no-redef]
     return FTS_OPTIONS, match_text
 

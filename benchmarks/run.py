@@ -191,7 +191,7 @@ def build_synthetic_store(path: Path, n: int, seed: int = 0) -> None:
     they do in real use; purely random vectors would put every query far from all of them."""
     import numpy as np
 
-    from spatial_memory.storage.records import MemoryRecord, new_id
+    from spatial_memory.records import MemoryRecord, new_id
     from spatial_memory.storage.store import MemoryStore
 
     rng = np.random.default_rng(seed)
@@ -219,8 +219,8 @@ def vector_index_state(store: Path) -> str:
     """The vector index as the run found or left it: which build, its segments, and the rows
     it does not cover. A write during the run, or an index rebuild upkeep starts (19 minutes
     of CPU at 1M), would change it, so a large-size row says which index it measured."""
-    from spatial_memory.storage.connection import connect as _connect
-    from spatial_memory.storage.indexing import vector_index
+    from spatial_memory.storage.search.indexing import vector_index
+    from spatial_memory.storage.table.connection import connect as _connect
 
     index = vector_index(_connect(store / "lancedb", 64 << 20).open_table("memories"))
     if index is None:
@@ -236,7 +236,7 @@ async def ann_recall(client, store: Path, questions: list[str], samples: int = 5
     import numpy as np
 
     from spatial_memory.embeddings.onnx_encoder import OnnxSentenceEncoder, bundled_model_dir
-    from spatial_memory.storage.connection import connect as _connect
+    from spatial_memory.storage.table.connection import connect as _connect
 
     table = _connect(store / "lancedb", 64 << 20).open_table("memories")
     scan = table.search().select(["id", "namespace", "vector"]).limit(None).to_arrow()

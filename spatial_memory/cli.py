@@ -343,7 +343,7 @@ def _tokens_command(args: argparse.Namespace) -> None:
 def _local_store_path(args: argparse.Namespace, command: str) -> Path:
     """The lancedb directory `--path` (or the setting) names, or exit 2 with one clear line."""
     # Imported when a command runs: each command loads only what it needs (module docstring).
-    from .storage.connection import is_remote
+    from .storage.table.connection import is_remote
 
     if args.path is None:
         # Imported when this command runs: each command loads only what it needs (module docstring).
@@ -364,7 +364,7 @@ def _local_store_path(args: argparse.Namespace, command: str) -> Path:
         raise SystemExit(2)
     # Imported when this command runs: each command loads only what it needs (module docstring).
     from .runtime.imports import import_heavy_modules
-    from .storage import doctor
+    from .storage.repair import doctor
 
     import_heavy_modules()
     return doctor.resolve_db_path(Path(path))
@@ -377,7 +377,7 @@ def _doctor_command(args: argparse.Namespace) -> None:
 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     db_path = _local_store_path(args, "doctor")
-    from .storage import doctor  # imported when this command runs (module docstring)
+    from .storage.repair import doctor  # imported when this command runs (module docstring)
 
     report = doctor.repair(db_path) if args.repair else doctor.check(db_path)
     sys.stdout.write((json.dumps(report.to_dict(), indent=2) if args.json else doctor.render(report)) + "\n")
@@ -398,10 +398,10 @@ def _reembed_command(args: argparse.Namespace) -> None:
     from .embeddings import EmbeddingRouter
     from .embeddings.router import NEW_STORE_PATH, PATH_IDS
     from .errors import SpatialMemoryError
-    from .storage import reembed
-    from .storage.model_record import recorded_model_id
-    from .storage.schema import TABLE_NAME
+    from .storage.repair import reembed
     from .storage.store import MemoryStore
+    from .storage.table.model_record import recorded_model_id
+    from .storage.table.schema import TABLE_NAME
 
     done = reembed.recover(db_path)
     if done:

@@ -113,7 +113,7 @@ class Settings(BaseSettings):
         ge=2,
         description="Compact the table once it has more fragments than this: one per write since the last "
         "compaction, or the fragments found when the store opens. During a burst of writes nobody searches by "
-        "keyword, the compaction waits for the pause after it (storage/maintenance.py: BURST_COMPACT_FACTOR).",
+        "keyword, the compaction waits for the pause after it (storage/table/maintenance.py: BURST_COMPACT_FACTOR).",
     )
     version_retention_seconds: int = Field(
         60, ge=0, description="Old table versions older than this are removed during compaction."

@@ -13,7 +13,7 @@ from typing import Any
 from .config import Settings
 from .errors import ValidationError
 from .limits import MAX_LABEL_CHARS, MAX_RELATION_CHARS
-from .storage.records import Conversation
+from .records import Conversation
 from .text.secrets import redact, redact_value
 
 NAMESPACE_PATTERN = re.compile(r"^[\w][\w.:/@-]*$")

@@ -90,9 +90,9 @@ def sentences(n: int, seed: int = 7) -> list[tuple[str, str]]:
 def seed(path: Path, n: int, embedder: Any = None) -> dict[str, Any]:
     from spatial_memory.app import App
     from spatial_memory.config import Settings
+    from spatial_memory.records import Conversation, NewMemory, Provenance
     from spatial_memory.runtime.imports import import_heavy_modules
     from spatial_memory.runtime.resources import Resources
-    from spatial_memory.storage.records import Conversation, NewMemory, Provenance
 
     import_heavy_modules()
     settings = Settings(path=path, preload=False)

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from spatial_memory.config import Settings
+from spatial_memory.records import MemoryRecord, NewMemory
 from spatial_memory.runtime.resources import Resources
 from spatial_memory.server.app import App
-from spatial_memory.storage.records import MemoryRecord, NewMemory
 from spatial_memory.storage.store import MemoryStore
 
 from .interop.node import NodeTools, node_tools

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from spatial_memory.storage.schema import SUMMARY_COLUMNS
 from spatial_memory.storage.store import MemoryStore
+from spatial_memory.storage.table.schema import SUMMARY_COLUMNS
 
 from .conftest import data
 

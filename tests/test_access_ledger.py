@@ -16,11 +16,11 @@ import lancedb
 import numpy as np
 import pytest
 
-from spatial_memory.storage import access_counts
-from spatial_memory.storage.access_ledger import LEDGER_TABLE
+from spatial_memory.records import MemoryRecord, new_id
 from spatial_memory.storage.filters import build_filter
-from spatial_memory.storage.indexing import IndexPolicy
-from spatial_memory.storage.records import MemoryRecord, new_id
+from spatial_memory.storage.search.indexing import IndexPolicy
+from spatial_memory.storage.side_tables import access_counts
+from spatial_memory.storage.side_tables.access_ledger import LEDGER_TABLE
 from spatial_memory.storage.store import MemoryStore
 
 from .conftest import indexed_vector_rows
@@ -166,7 +166,7 @@ def test_small_tables_write_counts_into_rows_and_fold_a_leftover_ledger(tmp_path
     assert store.get(rows[0].id).access_count == 1
     # A ledger left from when the table was large is folded before the next direct write.
     with store.exclusive():
-        from spatial_memory.storage.access_ledger import Access
+        from spatial_memory.storage.side_tables.access_ledger import Access
 
         store.ledger.write({rows[1].id: Access(6, WHEN)})
     assert store.get(rows[1].id).access_count == 6

@@ -173,7 +173,7 @@ def _app(tmp_path, embedder):
 
 
 def test_the_map_is_kept_per_version_and_a_new_memory_is_placed_without_a_new_layout(tmp_path, fake_embedder):
-    from spatial_memory.storage.records import NewMemory
+    from spatial_memory.records import NewMemory
 
     app = _app(tmp_path, fake_embedder)
     try:
@@ -211,7 +211,7 @@ def test_the_map_is_kept_per_version_and_a_new_memory_is_placed_without_a_new_la
 
 
 def test_many_new_memories_bring_a_new_layout(tmp_path, fake_embedder):
-    from spatial_memory.storage.records import NewMemory
+    from spatial_memory.records import NewMemory
 
     app = _app(tmp_path, fake_embedder)
     try:
@@ -242,7 +242,7 @@ def test_placement_lands_near_the_nearest_anchors():
 def test_the_operations_check_their_arguments(tmp_path, fake_embedder):
     from spatial_memory.atlas import api
     from spatial_memory.errors import MemoryNotFoundError, ValidationError
-    from spatial_memory.storage.records import NewMemory
+    from spatial_memory.records import NewMemory
 
     app = _app(tmp_path, fake_embedder)
     try:
@@ -317,7 +317,7 @@ def test_the_ui_command_is_listed():
 
 def test_the_layout_survives_a_restart_and_a_principal_never_shares_it(tmp_path, fake_embedder):
     from spatial_memory.auth.scope import NamespaceScope
-    from spatial_memory.storage.records import NewMemory
+    from spatial_memory.records import NewMemory
 
     app = _app(tmp_path, fake_embedder)
     try:

@@ -8,7 +8,7 @@ import threading
 import numpy as np
 import pytest
 
-from spatial_memory.storage.blas import OneBlasThread
+from spatial_memory.storage.search.blas import OneBlasThread
 
 threadpoolctl = pytest.importorskip("threadpoolctl")
 

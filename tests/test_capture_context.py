@@ -19,9 +19,9 @@ from spatial_memory.capture.hook import capture
 from spatial_memory.capture.ingest import ingest_all
 from spatial_memory.capture.payloads import parse
 from spatial_memory.capture.spool import Spool
+from spatial_memory.records import NewMemory
 from spatial_memory.runtime.resources import Resources
 from spatial_memory.server.app import App
-from spatial_memory.storage.records import NewMemory
 
 from .conftest import HashEmbedder
 from .reliability import new_store

@@ -214,7 +214,7 @@ async def test_a_hook_firing_while_a_server_holds_the_store(tmp_path: Path) -> N
     payloads = fixture("claude_code", project, tmp_path / "t.jsonl")
     async with server(settings) as client:
         await client.call_tool("remember", {"content": "opens the store", "namespace": "other"})
-        from spatial_memory.storage.locking import LOCK_FILE, StoreLock
+        from spatial_memory.storage.writing.locking import LOCK_FILE, StoreLock
 
         holding, release = threading.Event(), threading.Event()
 

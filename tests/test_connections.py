@@ -64,7 +64,7 @@ async def test_health_reports_a_held_write_lock_and_a_broken_store(settings, tmp
     async with Client(create_server(settings, embedder=embedder)) as c:
         await call(c, "remember", content="something to open the store")
         app = c  # noqa: F841 - the server runs in this process: hold its lock from here
-        from spatial_memory.storage.locking import LOCK_FILE, StoreLock
+        from spatial_memory.storage.writing.locking import LOCK_FILE, StoreLock
 
         outside = StoreLock(settings.db_path / LOCK_FILE, 1.0)
         with outside:
@@ -337,7 +337,7 @@ async def test_memories_recalled_together_repeatedly_gain_a_link(client):
 def test_co_recall_strength_is_bounded_and_decays():
     from datetime import datetime, timedelta, timezone
 
-    from spatial_memory.storage import co_recall
+    from spatial_memory.storage.side_tables import co_recall
 
     t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
     assert co_recall.decayed(1.0, t0, t0 + timedelta(days=co_recall.HALF_LIFE_DAYS)) == pytest.approx(0.5)

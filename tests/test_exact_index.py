@@ -16,12 +16,12 @@ import lancedb
 import numpy as np
 import pytest
 
-from spatial_memory.storage.exact_index import ExactIndex
+from spatial_memory.records import MemoryRecord, new_id
 from spatial_memory.storage.filters import build_filter
-from spatial_memory.storage.indexing import IndexPolicy
-from spatial_memory.storage.records import MemoryRecord, new_id
-from spatial_memory.storage.schema import TABLE_NAME
+from spatial_memory.storage.search.exact_index import ExactIndex
+from spatial_memory.storage.search.indexing import IndexPolicy
 from spatial_memory.storage.store import MemoryStore
+from spatial_memory.storage.table.schema import TABLE_NAME
 
 DIM = 8
 
@@ -279,7 +279,7 @@ def test_compaction_keeps_the_copy_and_upkeep_finds_rewritten_rows(tmp_path, mon
 def test_rows_rewritten_in_bulk_are_read_at_their_looked_up_addresses(tmp_path, monkeypatch):
     """Past RESOLVE_BY_ID_MAX rewritten rows, upkeep looks up their addresses with one scan of the id
     column (keeping no record), and reads then take the rows at those addresses."""
-    import spatial_memory.storage.exact_search as exact_search
+    import spatial_memory.storage.search.exact_search as exact_search
 
     rng = np.random.default_rng(11)
     store = MemoryStore(tmp_path / "db", "m", DIM)

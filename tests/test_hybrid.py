@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from spatial_memory.config import Settings
-from spatial_memory.storage.fulltext import MAX_QUERY_TERMS, match_text
-from spatial_memory.storage.records import MemoryRecord, new_id
+from spatial_memory.records import MemoryRecord, new_id
+from spatial_memory.storage.search.fulltext import MAX_QUERY_TERMS, match_text
 from spatial_memory.storage.store import MemoryStore
 
 from .conftest import HashEmbedder, data
@@ -108,7 +108,7 @@ def test_new_store_has_native_fts_index_and_keeps_it_current(tmp_path):
 def test_index_created_when_opening_a_store_without_one(tmp_path):
     import lancedb
 
-    from spatial_memory.storage.schema import TABLE_NAME, memory_schema
+    from spatial_memory.storage.table.schema import TABLE_NAME, memory_schema
 
     db = lancedb.connect(str(tmp_path / "db"))
     db.create_table(TABLE_NAME, schema=memory_schema("unit-model", 8))
@@ -129,7 +129,7 @@ def test_access_counts_rewriting_rows_out_of_the_full_text_index_ask_for_compact
     """Below the vector index, recall's access counts rewrite rows, which leave the full-text index
     (every keyword search then scans them): past FTS_UNINDEXED_MAX such rows, once keyword searches
     run, upkeep compacts without waiting for the fragment threshold or a pause in the writes."""
-    from spatial_memory.storage import maintenance
+    from spatial_memory.storage.table import maintenance
 
     store = MemoryStore(tmp_path / "db", "unit-model", 8, compact_fragment_threshold=50)
     records = [_record(f"note {i}") for i in range(20)]
@@ -152,7 +152,7 @@ def test_a_store_opened_with_rows_outside_the_full_text_index_compacts_at_once(s
     the next one to open the store asks upkeep to compact right away, before any keyword search
     (which would otherwise scan those rows in every recall until a pause between calls)."""
     from spatial_memory.runtime.resources import Resources
-    from spatial_memory.storage import maintenance
+    from spatial_memory.storage.table import maintenance
 
     monkeypatch.setattr(maintenance, "FTS_UNINDEXED_MAX", 5)
     first = MemoryStore(settings.db_path, fake_embedder.model_id, fake_embedder.dimension)
@@ -172,10 +172,10 @@ def test_a_recall_after_a_burst_of_writes_wakes_upkeep_to_compact(settings, fake
     """Rows written since the last compaction are outside the full-text index: the first recall
     after a burst of writes wakes upkeep to compact, without waiting for a pause between calls
     (a client recalling back to back would otherwise scan them in every keyword search)."""
+    from spatial_memory.records import NewMemory
     from spatial_memory.runtime.resources import Resources
     from spatial_memory.server.app import App
-    from spatial_memory.storage import maintenance
-    from spatial_memory.storage.records import NewMemory
+    from spatial_memory.storage.table import maintenance
 
     monkeypatch.setattr(maintenance, "FTS_UNINDEXED_MAX", 5)
     resources = Resources(settings, fake_embedder)

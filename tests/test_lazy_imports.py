@@ -12,7 +12,7 @@ SCRIPT = textwrap.dedent(
     """
     import sys, tempfile
     from spatial_memory.storage.store import MemoryStore
-    from spatial_memory.storage.records import MemoryRecord, new_id
+    from spatial_memory.records import MemoryRecord, new_id
     import numpy as np
 
     from pathlib import Path
@@ -36,7 +36,7 @@ def test_lancedb_imports_without_its_rest_client_until_used(tmp_path):
 
 
 def test_deferring_an_imported_or_missing_package_does_nothing():
-    from spatial_memory.storage.lancedb_import import defer_package_init
+    from spatial_memory.storage.table.lancedb_import import defer_package_init
 
     assert defer_package_init("json") is False
     assert defer_package_init("no_such_package_here_at_all") is False

@@ -219,8 +219,8 @@ async def test_reembed_moves_a_store_to_another_path(tmp_path, bundled_models):
 
 
 async def test_a_reembed_that_stops_leaves_the_store_as_it_was(tmp_path, bundled_models, monkeypatch):
-    from spatial_memory.storage import reembed
-    from spatial_memory.storage.model_record import recorded_model_id
+    from spatial_memory.storage.repair import reembed
+    from spatial_memory.storage.table.model_record import recorded_model_id
 
     settings = await _fp32_store_with_history(tmp_path, bundled_models)
     db = settings.db_path

@@ -16,9 +16,9 @@ import pytest
 
 from spatial_memory.config import Settings
 from spatial_memory.portability.paths import shown
-from spatial_memory.storage.relations import Relations
+from spatial_memory.storage.side_tables.relations import Relations
 from spatial_memory.storage.store import MemoryStore
-from spatial_memory.storage.writes import MemoryWrites
+from spatial_memory.storage.writing.writes import MemoryWrites
 
 from .conftest import call, data, settings_at
 from .portability_env import FIELDS, REFERENCE, TIMES, count, records, server, stored, target_settings
@@ -335,8 +335,8 @@ from mcp import Client
 
 from spatial_memory.config import Settings
 from spatial_memory.server.app import create_server
-from spatial_memory.storage.relations import Relations
-from spatial_memory.storage.writes import MemoryWrites
+from spatial_memory.storage.side_tables.relations import Relations
+from spatial_memory.storage.writing.writes import MemoryWrites
 from tests.conftest import HashEmbedder
 
 root, import_dir, part = sys.argv[1], sys.argv[2], sys.argv[3]

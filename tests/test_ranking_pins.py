@@ -76,7 +76,7 @@ class _Embedder:
 
 
 def _memories():
-    from spatial_memory.storage.records import Conversation, MemoryRecord
+    from spatial_memory.records import Conversation, MemoryRecord
 
     rng = np.random.default_rng(16)
     start = datetime(2023, 3, 1, tzinfo=timezone.utc)

@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 from spatial_memory.errors import StorageError
-from spatial_memory.storage.locking import LOCK_FILE
-from spatial_memory.storage.records import MemoryRecord, utc_now
+from spatial_memory.records import MemoryRecord, utc_now
 from spatial_memory.storage.store import MemoryStore
+from spatial_memory.storage.writing.locking import LOCK_FILE
 
 from .conftest import data as data_of
 from .reliability import budget, new_store, open_store, stdio_transport
@@ -109,7 +109,7 @@ def test_compaction_keeps_versions_another_process_may_still_be_reading(tmp_path
     # can still read that version: its files were not cleaned up.
     import lancedb
 
-    from spatial_memory.storage.schema import TABLE_NAME
+    from spatial_memory.storage.table.schema import TABLE_NAME
 
     reader = lancedb.connect(str(tmp_path / "db")).open_table(TABLE_NAME)
     assert was_latest in {v["version"] for v in reader.list_versions()}

@@ -220,7 +220,7 @@ COMPACTOR = r"""
 import json, os, sys, uuid
 import numpy as np
 from pathlib import Path
-from spatial_memory.storage.records import MemoryRecord, utc_now
+from spatial_memory.records import MemoryRecord, utc_now
 from spatial_memory.storage.store import MemoryStore
 
 store = MemoryStore(Path(sys.argv[1]), "m", 8, compact_fragment_threshold=2, version_retention_seconds=0)
@@ -316,8 +316,8 @@ def test_sigkill_during_access_bookkeeping_on_an_indexed_store(tmp_path):
     absolute values, so a kill between the two counts nothing twice and loses nothing)."""
     import numpy as np
 
-    from spatial_memory.storage.indexing import IndexPolicy
-    from spatial_memory.storage.records import MemoryRecord, new_id
+    from spatial_memory.records import MemoryRecord, new_id
+    from spatial_memory.storage.search.indexing import IndexPolicy
     from spatial_memory.storage.store import MemoryStore
     from tests.conftest import HashEmbedder, indexed_vector_rows
 

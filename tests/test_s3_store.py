@@ -15,9 +15,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from spatial_memory.storage.access_ledger import RECHECK_SECONDS
-from spatial_memory.storage.lease import LeaseLock
-from spatial_memory.storage.locking import LOCK_FILE, StoreLock
+from spatial_memory.storage.side_tables.access_ledger import RECHECK_SECONDS
+from spatial_memory.storage.writing.lease import LeaseLock
+from spatial_memory.storage.writing.locking import LOCK_FILE, StoreLock
 
 from .conftest import call
 from .reliability import FAKE_DIM, FAKE_MODEL_ID, REPO
@@ -87,8 +87,8 @@ def two_replicas(rows: int, seed: int):
     lease holder) that index from 1,000 rows, and `rows` memories with random unit vectors, not stored."""
     import numpy as np
 
-    from spatial_memory.storage.indexing import IndexPolicy
-    from spatial_memory.storage.records import MemoryRecord, new_id
+    from spatial_memory.records import MemoryRecord, new_id
+    from spatial_memory.storage.search.indexing import IndexPolicy
     from spatial_memory.storage.store import MemoryStore
 
     uri = new_uri()
@@ -140,8 +140,8 @@ def test_the_lock_is_a_lease_on_s3_and_a_lock_file_locally(s3_env, tmp_path, mon
 
 def test_a_lease_is_exclusive_across_holders_and_taken_over_once_expired(s3_env):
     from spatial_memory.errors import StorageError
-    from spatial_memory.storage.connection import connect
-    from spatial_memory.storage.lease import open_lease_table
+    from spatial_memory.storage.table.connection import connect
+    from spatial_memory.storage.writing.lease import open_lease_table
 
     table = open_lease_table(connect(new_uri(), 1 << 20))
     first = LeaseLock(table, "memories", 0.2, lease_seconds=60)
@@ -168,7 +168,7 @@ def test_lance_commits_with_conditional_puts_that_the_local_s3_enforces(s3_env):
     import pyarrow as pa
     from botocore.exceptions import ClientError
 
-    from spatial_memory.storage.connection import connect
+    from spatial_memory.storage.table.connection import connect
 
     client = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"], region_name="us-east-1")
     client.put_object(Bucket=BUCKET, Key="probe/once", Body=b"1")
@@ -195,8 +195,8 @@ def test_lance_commits_with_conditional_puts_that_the_local_s3_enforces(s3_env):
 
 def test_one_lease_holder_at_a_time_across_connections(s3_env):
     """Replicas starting together create the lease table once, and then hold the lease in turn."""
-    from spatial_memory.storage.connection import connect
-    from spatial_memory.storage.lease import open_lease_table
+    from spatial_memory.storage.table.connection import connect
+    from spatial_memory.storage.writing.lease import open_lease_table
 
     uri = new_uri()
     inside: list[int] = []
@@ -239,7 +239,7 @@ def test_upkeep_with_two_replicas_builds_once_and_counts_every_access(s3_env, ca
         b.maintenance.maintain_indexes()  # a is building: b skips its turn
     assert indexed_vector_rows(b) is None
 
-    caplog.set_level(logging.INFO, logger="spatial_memory.storage.maintenance")
+    caplog.set_level(logging.INFO, logger="spatial_memory.storage.table.maintenance")
     both = [threading.Thread(target=store.compact) for store in (a, b)]
     for t in both:
         t.start()

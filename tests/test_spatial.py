@@ -267,9 +267,9 @@ def test_every_format_of_one_map_shares_its_layout_until_the_memories_change(set
     """json, then svg, then mermaid of the same selection lay the map out once; a compaction
     keeps it (same memories), a write does not."""
     from spatial_memory import algorithms
+    from spatial_memory.records import NewMemory
     from spatial_memory.runtime.resources import Resources
     from spatial_memory.server.app import App
-    from spatial_memory.storage.records import NewMemory
 
     app = App(Resources(settings, fake_embedder))
     app.memory.remember_batch([NewMemory(content=f"{TOPICS[k][0]} ({k})") for k in sorted(TOPICS)])

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from spatial_memory.errors import ConfigurationError
+from spatial_memory.records import MemoryRecord, new_id
 from spatial_memory.storage.filters import build_filter
-from spatial_memory.storage.records import MemoryRecord, new_id
 from spatial_memory.storage.store import MemoryStore
 
 DIM = 8
@@ -81,7 +81,7 @@ def test_a_compaction_waits_for_the_pause_in_a_burst_of_writes_nobody_searches(s
     """A compaction due may wait while writes land back to back, unless a keyword search has run
     since the last compaction (it scans the rows outside the full-text index) or the writes pass
     BURST_COMPACT_FACTOR times the threshold."""
-    from spatial_memory.storage import maintenance
+    from spatial_memory.storage.table import maintenance
 
     store.compact()
     for i in range(6):  # past the fixture's threshold of 5, back to back
@@ -128,7 +128,7 @@ def test_new_tables_use_the_random_access_file_format(tmp_path):
     than LanceDB's default here, so new stores are created with it (also after compaction)."""
     import struct
 
-    from spatial_memory.storage.table import DATA_STORAGE_VERSION
+    from spatial_memory.storage.table.table import DATA_STORAGE_VERSION
 
     store = MemoryStore(tmp_path / "db", "fake-model", 8)
     store.add([record(i) for i in range(5)])
@@ -146,8 +146,8 @@ def test_sequences_default_to_arrival_order_per_session_even_for_many_sessions(t
     may name more sessions than one filter's IN list holds."""
     import numpy as np
 
+    from spatial_memory.records import Conversation, MemoryRecord, new_id
     from spatial_memory.storage.filters import MAX_LIST_VALUES
-    from spatial_memory.storage.records import Conversation, MemoryRecord, new_id
     from spatial_memory.storage.store import MemoryStore
 
     store = MemoryStore(tmp_path / "db", "test-model", 4)
@@ -168,7 +168,7 @@ def test_sequences_default_to_arrival_order_per_session_even_for_many_sessions(t
 
 def test_the_last_writes_are_compacted_once_the_store_is_quiet(store, monkeypatch):
     """Fewer writes than the threshold still reach the indexes: once writes stop for a while."""
-    from spatial_memory.storage import maintenance
+    from spatial_memory.storage.table import maintenance
 
     store.compact()
     store.add([record(1)])
@@ -230,7 +230,7 @@ def test_candidates_read_from_lancedb_become_records_by_row_address_or_else_by_i
 
 def test_reading_rows_by_addresses_none_of_which_exist_any_more_gives_no_rows(store):
     # e.g. every row a namespace search found was moved by a compaction before it was read
-    from spatial_memory.storage.connection import take_in_order
+    from spatial_memory.storage.table.connection import take_in_order
 
     store.add([record(i) for i in range(3)])
     gone = take_in_order(store.table.handle, [123 << 32, (123 << 32) + 1], ["id", "content"])

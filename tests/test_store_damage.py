@@ -24,9 +24,9 @@ import pytest
 
 from spatial_memory.config import Settings
 from spatial_memory.errors import ReadOnlyStoreError
-from spatial_memory.storage import doctor
-from spatial_memory.storage.manifests import manifest_files
-from spatial_memory.storage.records import MemoryRecord, new_id
+from spatial_memory.records import MemoryRecord, new_id
+from spatial_memory.storage.repair import doctor
+from spatial_memory.storage.repair.manifests import manifest_files
 from spatial_memory.storage.store import MemoryStore
 
 from .conftest import HashEmbedder, data
@@ -134,7 +134,7 @@ PROBE = textwrap.dedent(
     from pathlib import Path
     from tests.conftest import HashEmbedder
     from spatial_memory.errors import ReadOnlyStoreError
-    from spatial_memory.storage.records import MemoryRecord, new_id
+    from spatial_memory.records import MemoryRecord, new_id
     from spatial_memory.storage.store import MemoryStore
 
     e = HashEmbedder()
@@ -289,7 +289,7 @@ def test_missing_data_file_reads_fail_typed_and_doctor_counts_the_loss(tmp_path)
 
 
 def test_doctor_names_the_memories_a_lost_compacted_file_held(tmp_path):
-    from spatial_memory.storage.maintenance import KEEP_ALL_VERSIONS
+    from spatial_memory.storage.table.maintenance import KEEP_ALL_VERSIONS
 
     store, records = one_fragment_each(tmp_path)
     store.maintenance.optimize(KEEP_ALL_VERSIONS)  # one new fragment from the three; the old versions keep theirs

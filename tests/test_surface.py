@@ -171,9 +171,9 @@ def test_names_confined_to_namespaces(tmp_path):
     """The one method completions use, with the namespace restriction a confined principal gets:
     nothing named outside those namespaces, neither a namespace nor a tag."""
     from spatial_memory.config import Settings
+    from spatial_memory.records import NewMemory
     from spatial_memory.runtime.resources import Resources
     from spatial_memory.server.app import App
-    from spatial_memory.storage.records import NewMemory
 
     from .conftest import HashEmbedder
 

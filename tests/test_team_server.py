@@ -494,13 +494,13 @@ def test_a_new_store_method_is_the_parts_method_plus_one_line(tmp_path, monkeypa
     import numpy as np
 
     from spatial_memory.auth.scope import NamespaceScope
+    from spatial_memory.records import MemoryRecord, new_id
     from spatial_memory.storage import confinement
     from spatial_memory.storage.confined import ConfinedStore
     from spatial_memory.storage.protocol import Store, members
-    from spatial_memory.storage.reads import Reads
-    from spatial_memory.storage.records import MemoryRecord, new_id
     from spatial_memory.storage.store import MemoryStore
     from spatial_memory.storage.surface import Member, WrittenOut
+    from spatial_memory.storage.table.reads import Reads
 
     declared = members()
     written_out = {n for n, m in declared.items() if isinstance(m, Member) and isinstance(m.confined, WrittenOut)}
@@ -541,10 +541,10 @@ def test_every_store_method_a_service_may_call_is_confined(tmp_path):
 
     from spatial_memory.auth.scope import NamespaceScope
     from spatial_memory.errors import SpatialMemoryError
+    from spatial_memory.records import MemoryRecord, new_id
     from spatial_memory.storage.confined import ConfinedStore, confinement_of
     from spatial_memory.storage.filters import build_filter
     from spatial_memory.storage.protocol import Store
-    from spatial_memory.storage.records import MemoryRecord, new_id
     from spatial_memory.storage.store import MemoryStore
 
     members = [name for name in vars(Store) if not name.startswith("_")]
@@ -574,7 +574,7 @@ def test_every_store_method_a_service_may_call_is_confined(tmp_path):
     # reach a memory outside the scope, and nothing is written to a foreign namespace.
     from datetime import datetime, timezone
 
-    from spatial_memory.storage.relations import Relation
+    from spatial_memory.storage.side_tables.relations import Relation
 
     mine = next(r for r in store.scan() if r.namespace == "mine")
     now = datetime.now(timezone.utc)

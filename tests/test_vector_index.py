@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from spatial_memory.records import MemoryRecord, new_id
 from spatial_memory.storage.filters import build_filter
-from spatial_memory.storage.indexing import IndexPolicy
-from spatial_memory.storage.records import MemoryRecord, new_id
+from spatial_memory.storage.search.indexing import IndexPolicy
 from spatial_memory.storage.store import MemoryStore
 
 from .conftest import indexed_vector_rows
@@ -84,7 +84,7 @@ def test_index_is_built_past_threshold_and_stays_accurate(tmp_path):
 def test_index_segments_are_merged_by_a_rebuild(tmp_path):
     """Each compaction indexes new rows as one more index segment; past max_segments the
     upkeep rebuilds the index as a single segment."""
-    from spatial_memory.storage.indexing import vector_index_segments
+    from spatial_memory.storage.search.indexing import vector_index_segments
 
     def segments(store: MemoryStore) -> int:
         # Index segments are this test's subject and no public surface reports them (stats()

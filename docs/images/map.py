@@ -9,8 +9,8 @@ from pathlib import Path
 
 from spatial_memory.app import App
 from spatial_memory.config import Settings
+from spatial_memory.records import NewMemory
 from spatial_memory.runtime.resources import Resources
-from spatial_memory.storage.records import NewMemory
 
 DEMO = {
     "work": [

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import ValidationError
-from ..storage.records import Provenance
+from ..records import Provenance
 
 MAX_HITS = 50
 HISTORY_VERSIONS = 100

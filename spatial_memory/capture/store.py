@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import ValidationError
-from ..storage.records import Conversation, NewMemory, Provenance
+from ..records import Conversation, NewMemory, Provenance
 
 log = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..storage.records import Conversation as Structure
-from ..storage.records import NewMemory
+from ..records import Conversation as Structure
+from ..records import NewMemory
 
 EVAL_DIR_VARIABLE = "SPATIAL_MEMORY_EVAL_DIR"
 CHECKOUT = Path(__file__).resolve().parents[2]

@@ -15,8 +15,8 @@ from typing import Any
 import pyarrow as pa
 
 from ..errors import ExportError
-from ..storage.records import iso, utc_now
-from ..storage.schema import vectors_of
+from ..records import iso, utc_now
+from ..storage.table.schema import vectors_of
 from .formats import (
     COLUMNS,
     FORMAT_NAME,

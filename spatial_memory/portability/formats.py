@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ValidationError
-from ..storage.schema import ADDED_COLUMNS, HISTORY_COLUMNS
+from ..storage.table.schema import ADDED_COLUMNS, HISTORY_COLUMNS
 
 FORMAT_NAME = "spatial-memory-mcp"
 FORMAT_VERSION = 1

@@ -16,7 +16,7 @@ import numpy as np
 from .. import validation as check
 from ..config import Settings
 from ..errors import ValidationError
-from ..storage.records import MEMORY_TYPES, SOURCES, Conversation, Provenance, utc_now
+from ..records import MEMORY_TYPES, SOURCES, Conversation, Provenance, utc_now
 from .formats import (
     MAX_ACCESS_COUNT,
     MAX_SHOWN_VALUE,

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from ..storage.records import iso
+from ..records import iso
 
 PROCEDURE_KEY = "procedure"
 TAG = "procedure"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from ..storage.lancedb_import import prepare_lancedb_import
+from ..storage.table.lancedb_import import prepare_lancedb_import
 
 _heavy_imported = False
 _heavy_lock = threading.RLock()

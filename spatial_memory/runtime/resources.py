@@ -90,7 +90,7 @@ class Resources:
                 if self._store is None:
                     import_heavy_modules()
                     # Imported here, on first use, after the heavy modules: keeps start-up fast (module docstring).
-                    from ..storage.indexing import IndexPolicy
+                    from ..storage.search.indexing import IndexPolicy
                     from ..storage.store import MemoryStore
 
                     self._embed_like_the_store()
@@ -127,7 +127,7 @@ class Resources:
         use_store_model = getattr(self.embedder, "use_store_model", None)
         if use_store_model is None or not getattr(self.embedder, "is_bundled", False):
             return
-        from ..storage.model_record import recorded_model_id  # LanceDB, as the store it precedes
+        from ..storage.table.model_record import recorded_model_id  # LanceDB, as the store it precedes
 
         use_store_model(recorded_model_id(self.settings.db_path))
 

@@ -26,8 +26,8 @@ from pydantic import BaseModel, Field
 
 from .. import algorithms as alg
 from ..algorithms.placement import place
-from ..storage.blas import OneBlasThread
-from ..storage.records import DEFAULT_MEMORY_TYPE
+from ..records import DEFAULT_MEMORY_TYPE
+from ..storage.search.blas import OneBlasThread
 from . import render
 from .base import Service
 
@@ -39,7 +39,7 @@ MIN_DIST = 0.5
 REPLACED_SHARE = 0.25
 MIN_REGION = 5
 LABEL_CHARS = 80
-# What a hook's memories name as their writer (storage/records.py's WRITERS; capture/records.py
+# What a hook's memories name as their writer (records.py's WRITERS; capture/records.py
 # writes it, a layer above this one).
 CAPTURED_BY = "hook"
 # Flags of a point (AtlasMap.flags): bits a page can test.
@@ -234,7 +234,7 @@ class AtlasService(Service):
             if self._layout is None:
                 self._layout = _load(self._saved)
             records = _rows(store.scan_arrow(COLUMNS))
-            # One BLAS thread: on a busy host a split product waits for a core (storage/blas.py,
+            # One BLAS thread: on a busy host a split product waits for a core (storage/search/blas.py,
             # docs/BENCHMARKS.md).
             with OneBlasThread()():
                 layout, how = self._follow(records, version)

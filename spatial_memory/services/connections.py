@@ -10,10 +10,10 @@ import numpy as np
 
 from ..algorithms.keywords import tokenize
 from ..errors import MemoryNotFoundError, ValidationError
+from ..records import Provenance
 from ..storage.filters import build_filter
-from ..storage.records import Provenance
-from ..storage.relations import Relation
-from ..storage.schema import vectors_of
+from ..storage.side_tables.relations import Relation
+from ..storage.table.schema import vectors_of
 from ..validation import relation_label
 from .base import Service
 from .results import (

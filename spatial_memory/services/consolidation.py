@@ -21,8 +21,8 @@ from ..errors import (
     with_context,
 )
 from ..limits import DUPLICATE_SIMILARITY
+from ..records import MemoryRecord, Provenance, as_utc
 from ..storage.filters import build_filter
-from ..storage.records import MemoryRecord, Provenance, as_utc
 from ..transport.progress import report_progress
 from .base import Service
 from .distillation import distill

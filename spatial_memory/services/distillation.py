@@ -25,10 +25,10 @@ from typing import Any
 import numpy as np
 
 from ..algorithms.grouping import mean_pairwise_similarity, near_duplicate_groups, split_in_two, without_outliers
+from ..records import MemoryRecord, Provenance, new_id
 from ..runtime.resources import Resources
 from ..storage.filters import build_filter
-from ..storage.records import MemoryRecord, Provenance, new_id
-from ..storage.relations import Relation
+from ..storage.side_tables.relations import Relation
 from .results import ConsolidateResult, ConsolidationGroup
 
 MIN_EPISODES = 3

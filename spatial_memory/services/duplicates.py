@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..storage.filters import build_filter
-from ..storage.schema import vectors_of
+from ..storage.table.schema import vectors_of
 
 if TYPE_CHECKING:  # named in annotations only
     from ..storage.protocol import Store

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..algorithms.activation import spread
+from ..records import MemoryRecord, ScoredMemory
 from ..storage.filters import Filter, both, build_filter
-from ..storage.records import MemoryRecord, ScoredMemory
 from .results import ActivationStep, ExpandedMemory
 
 Edge = tuple[str, str, float, str]  # from, to, weight, kind

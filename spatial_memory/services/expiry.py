@@ -7,7 +7,7 @@ from datetime import datetime, time, timedelta
 
 from ..config import Settings
 from ..errors import ValidationError
-from ..storage.records import DEFAULT_MEMORY_TYPE, MEMORY_TYPES, as_utc
+from ..records import DEFAULT_MEMORY_TYPE, MEMORY_TYPES, as_utc
 
 
 def memory_type_of(value: str | None) -> str:

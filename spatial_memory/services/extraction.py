@@ -13,8 +13,8 @@ from ..errors import (
     with_context,
 )
 from ..limits import DUPLICATE_SIMILARITY
+from ..records import NewMemory, Provenance
 from ..runtime.resources import Resources
-from ..storage.records import NewMemory, Provenance
 from .base import Service
 from .duplicates import near_copies
 from .memory import MemoryService

@@ -53,8 +53,8 @@ from ..errors import (
     ValidationError,
     with_context,
 )
+from ..records import MemoryRecord, as_utc, iso
 from ..storage.filters import build_filter
-from ..storage.records import MemoryRecord, as_utc, iso
 from ..transport.progress import report_progress
 from .base import Service
 from .results import (

@@ -17,8 +17,8 @@ from ..errors import (
     MemoryNotFoundError,
     ValidationError,
 )
+from ..records import MemoryRecord, NewMemory, Provenance, new_id
 from ..storage.filters import build_filter
-from ..storage.records import MemoryRecord, NewMemory, Provenance, new_id
 from .base import Service
 from .expiry import expiry_for, memory_type_of
 from .recall_filters import MemoryFilters

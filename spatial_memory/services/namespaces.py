@@ -42,7 +42,7 @@ def _directory_size(path) -> int:
 
 def _condition(store: Store) -> dict:
     """Whether the store can be written, and why not: read-only storage, or a damaged newest
-    version that it is served around (storage/recovery.py)."""
+    version that it is served around (storage/repair/recovery.py)."""
     damage = store.damage
     if damage is not None:
         newest = max(damage.damaged_versions)

@@ -21,11 +21,11 @@ from ..errors import (
 from ..limits import DUPLICATE_SIMILARITY
 from ..portability import export_file, formats, import_file, import_records, paths
 from ..portability.import_records import vector_lengths
+from ..records import MemoryRecord, Provenance, iso, new_id
 from ..storage.filters import build_filter
-from ..storage.history import RetiredState
-from ..storage.records import MemoryRecord, Provenance, iso, new_id
-from ..storage.relations import Relation
-from ..storage.schema import SUMMARY_COLUMNS
+from ..storage.side_tables.history import RetiredState
+from ..storage.side_tables.relations import Relation
+from ..storage.table.schema import SUMMARY_COLUMNS
 from ..transport.progress import report_progress
 from .base import Service
 from .duplicates import near_copies

@@ -20,8 +20,8 @@ from ..limits import MAX_PROCEDURE_TEXT as MAX_TEXT
 from ..limits import MAX_TRAJECTORY_STEPS as MAX_STEPS
 from ..procedures.model import KEPT_SEEN, Failure, Procedure, Scored, Step, procedure_tags
 from ..procedures.skill_file import SkillFile, skill_file, skill_name
+from ..records import MemoryRecord, NewMemory, Provenance, iso
 from ..storage.filters import build_filter
-from ..storage.records import MemoryRecord, NewMemory, Provenance, iso
 from .base import Service
 from .memory import MemoryService
 from .results import BuildSkillResult, DeprecateSkillResult, ExecuteSkillResult, HowToResult, ProcedureItem, StepItem

@@ -16,8 +16,8 @@ from pydantic import BeforeValidator, Field
 
 from ..errors import ValidationError
 from ..limits import MAX_NAMESPACE_CHARS, MAX_TAGS
+from ..records import as_utc
 from ..storage.filters import Filter, both, build_filter, current_at, end_of_day_if_date
-from ..storage.records import as_utc
 
 NamespaceFilter = Annotated[str, MAX_NAMESPACE_CHARS] | None
 Filters = Annotated[

@@ -9,8 +9,8 @@ from typing import Any
 
 from .. import validation as check
 from ..errors import MemoryNotFoundError, ValidationError
-from ..storage.history import RetiredState
-from ..storage.records import MemoryRecord, Provenance, is_uuid
+from ..records import MemoryRecord, Provenance, is_uuid
+from ..storage.side_tables.history import RetiredState
 from ..text.wordiff import word_diff
 from .base import Service
 from .connections import relation_item

@@ -17,9 +17,9 @@ from ..algorithms.ranking import DEFAULT_PARAMS, CandidateArrays, TextFeatures, 
 from ..algorithms.relevance import WEAK_RULE, WeakRule, weak_hits
 from ..errors import MemoryNotFoundError, ValidationError
 from ..limits import MAX_CONTEXT, MAX_EXPAND
-from ..storage.candidates import Candidates
+from ..records import MemoryRecord, ScoredMemory
 from ..storage.filters import Filter, build_filter, session_windows
-from ..storage.records import MemoryRecord, ScoredMemory
+from ..storage.search.candidates import Candidates
 from .base import Service
 from .cache import VersionedCache
 from .expansion import EXPANSION, ExpansionParams, session_windows_of

@@ -14,9 +14,9 @@ from ..errors import (
     ValidationError,
     WanderError,
 )
+from ..records import MemoryRecord, ScoredMemory
 from ..runtime.resources import Resources
 from ..storage.filters import both, build_filter
-from ..storage.records import MemoryRecord, ScoredMemory
 from .cache import VersionedCache
 from .results import (
     Cluster,

@@ -10,7 +10,7 @@ from datetime import datetime
 import numpy as np
 
 from ..algorithms.tiers import TIERS, tier_indexes, tier_names
-from ..storage.records import MemoryRecord, as_utc
+from ..records import MemoryRecord, as_utc
 
 # The columns tiers are read from. Distilled memories have source "consolidated" like every
 # consolidated one (services/distillation.py): no need to read each row's provenance JSON.

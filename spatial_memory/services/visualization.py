@@ -8,9 +8,9 @@ import numpy as np
 
 from .. import algorithms as alg
 from ..errors import InsufficientMemoriesError, MemoryNotFoundError, VisualizationError
+from ..records import MemoryRecord
 from ..runtime.resources import Resources
 from ..storage.filters import build_filter
-from ..storage.records import MemoryRecord
 from ..transport.progress import report_progress
 from . import render
 from .cache import VersionedCache

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..config import Settings
-from ..storage.records import MemoryRecord
+from ..records import MemoryRecord
 from .duplicates import closest_stored
 
 if TYPE_CHECKING:  # named in annotations only

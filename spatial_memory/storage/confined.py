@@ -34,12 +34,12 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, TypeVar
 
 from ..errors import MemoryNotFoundError
-from .co_recall import MIN_STRENGTH
+from ..records import MemoryRecord
 from .filters import MAX_LIST_VALUES, Filter, both, build_filter
-from .history import RetiredState
 from .protocol import Store
-from .records import MemoryRecord
-from .relations import Relation, RelationGraph
+from .side_tables.co_recall import MIN_STRENGTH
+from .side_tables.history import RetiredState
+from .side_tables.relations import Relation, RelationGraph
 from .surface import Fact, Member, Passed, Read, Write, WrittenOut
 
 R = TypeVar("R")

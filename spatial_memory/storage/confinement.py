@@ -12,12 +12,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from .candidates import Candidates
-from .history import RetiredState
-from .records import ContentMatch, MemoryRecord, ScoredMemory
-from .relations import Relation
-from .schema import NamespaceInfo
+from ..records import ContentMatch, MemoryRecord, ScoredMemory
+from .search.candidates import Candidates
+from .side_tables.history import RetiredState
+from .side_tables.relations import Relation
 from .surface import Principal, Read, Write
+from .table.schema import NamespaceInfo
 
 # ---- what a read returns, confined ----------------------------------------------------------
 

@@ -20,20 +20,20 @@ from collections.abc import Callable
 from typing import Any
 
 from . import confinement as confined
-from .as_of_search import AsOfSearch
-from .candidate_search import CandidateSearch
-from .co_recall import CoRecall
-from .fulltext import FullTextSearch
-from .history import VersionHistory
-from .maintenance import Maintenance
-from .reads import Reads
-from .recovery import Damage
-from .relations import Relations
+from .repair.recovery import Damage
+from .search.as_of_search import AsOfSearch
+from .search.candidate_search import CandidateSearch
+from .search.fulltext import FullTextSearch
+from .search.vector_search import VectorSearch
+from .side_tables.co_recall import CoRecall
+from .side_tables.history import VersionHistory
+from .side_tables.relations import Relations
 from .surface import PASSED, WRITTEN_OUT, Fact, Member
-from .table import MemoryTable
-from .vector_search import VectorSearch
-from .writer import Writer
-from .writes import MemoryWrites
+from .table.maintenance import Maintenance
+from .table.reads import Reads
+from .table.table import MemoryTable
+from .writing.writer import Writer
+from .writing.writes import MemoryWrites
 
 
 class Store:

@@ -29,30 +29,30 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpatialMemoryError, StorageError
-from .access_counts import AccessCounts
-from .access_ledger import AccessLedger
-from .as_of_search import AsOfSearch
-from .candidate_search import CandidateSearch
-from .co_recall import CoRecall
-from .connection import SMALL_INDEX_CACHE_BYTES, connect, is_remote
-from .exact_index import ExactIndex
-from .exact_search import ExactSearch
-from .expiry import Expiry
-from .fulltext import FullTextSearch
-from .history import VersionHistory
-from .indexing import IndexPolicy, VectorIndexState
-from .maintenance import Maintenance
-from .pending_imports import PendingImports
+from ..records import utc_now
 from .protocol import Store
-from .readonly import read_only_reason
-from .reads import Reads
-from .records import utc_now
-from .relations import Relations
+from .search.as_of_search import AsOfSearch
+from .search.candidate_search import CandidateSearch
+from .search.exact_index import ExactIndex
+from .search.exact_search import ExactSearch
+from .search.fulltext import FullTextSearch
+from .search.indexing import IndexPolicy, VectorIndexState
+from .search.vector_search import NamespaceSearch, VectorSearch
+from .side_tables.access_counts import AccessCounts
+from .side_tables.access_ledger import AccessLedger
+from .side_tables.co_recall import CoRecall
+from .side_tables.history import VersionHistory
+from .side_tables.relations import Relations
 from .surface import Fact, Member
-from .table import MemoryTable
-from .vector_search import NamespaceSearch, VectorSearch
-from .writer import Locks, WriteActivity, Writer
-from .writes import MemoryWrites
+from .table.connection import SMALL_INDEX_CACHE_BYTES, connect, is_remote
+from .table.maintenance import Maintenance
+from .table.reads import Reads
+from .table.table import MemoryTable
+from .writing.expiry import Expiry
+from .writing.pending_imports import PendingImports
+from .writing.readonly import read_only_reason
+from .writing.writer import Locks, WriteActivity, Writer
+from .writing.writes import MemoryWrites
 
 log = logging.getLogger(__name__)
 

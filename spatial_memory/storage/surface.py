@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, Protocol
 if TYPE_CHECKING:  # named in annotations only
     from collections.abc import Iterable, Sequence
 
-    from .records import MemoryRecord
-    from .relations import Relation
+    from ..records import MemoryRecord
+    from .side_tables.relations import Relation
 
 P = ParamSpec("P")
 R = TypeVar("R")

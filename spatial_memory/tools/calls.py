@@ -24,8 +24,8 @@ from mcp.types import CallToolResult, EmbeddedResource, TextContent, TextResourc
 
 from ..auth.principal import current_scope
 from ..errors import InternalError, ResultTooLargeError, SpatialMemoryError, ValidationError
+from ..records import Provenance
 from ..runtime.imports import import_heavy_modules
-from ..storage.records import Provenance
 from ..transport.cancellation import request_scope
 from ..transport.progress import Progress, Reported, progress_scope
 from .lean import is_short_id, lean

@@ -31,8 +31,8 @@ from ..limits import (
     MAX_TAG_CHARS,
     MAX_TAGS,
 )
+from ..records import Conversation, NewMemory
 from ..services.recall_filters import NamespaceFilter as NamespaceFilter
-from ..storage.records import Conversation, NewMemory
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import Context as SdkContext

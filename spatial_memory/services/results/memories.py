@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ...storage.records import MemoryRecord, Provenance, ScoredMemory, iso
+from ...records import MemoryRecord, Provenance, ScoredMemory, iso
 from .visibility import FOR_PROGRAMS
 
 PREVIEW_CHARS = 100

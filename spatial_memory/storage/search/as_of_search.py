@@ -7,9 +7,9 @@ from datetime import datetime
 
 import numpy as np
 
-from .filters import Filter, metadata_matches
-from .history import VersionHistory
-from .records import ScoredMemory
+from ...records import ScoredMemory
+from ..filters import Filter, metadata_matches
+from ..side_tables.history import VersionHistory
 from .vector_search import VectorSearch
 
 

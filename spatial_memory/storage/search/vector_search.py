@@ -11,16 +11,16 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..errors import StorageError
-from .access_counts import AccessCounts
-from .connection import in_one_trip, take_in_order
+from ...errors import StorageError
+from ...records import ContentMatch, ScoredMemory
+from ..filters import NO_MATCH, Filter, build_filter
+from ..side_tables.access_counts import AccessCounts
+from ..table.connection import in_one_trip, take_in_order
+from ..table.reads import Reads, summary_columns
+from ..table.schema import rows_to_records
+from ..table.table import MemoryTable
 from .exact_search import ExactSearch
-from .filters import NO_MATCH, Filter, build_filter
 from .indexing import IndexPolicy, VectorIndexState
-from .reads import Reads, summary_columns
-from .records import ContentMatch, ScoredMemory
-from .schema import rows_to_records
-from .table import MemoryTable
 
 # A namespace's search on an indexed table: the best OVERFETCH x limit / share rows of the whole
 # table, filtered afterwards, when that is at most POSTFILTER_MAX_ROWS (see `namespace_search`).

@@ -12,13 +12,13 @@ from datetime import datetime
 
 import numpy as np
 
-from .connection import take_in_order
+from ...records import ContentMatch, MemoryRecord, ScoredMemory
+from ..filters import Filter, build_filter
+from ..table.connection import take_in_order
+from ..table.schema import SUMMARY_COLUMNS, rows_to_records
+from ..table.table import MemoryTable
 from .exact_index import UNKNOWN, ExactIndex, Snapshot
-from .filters import Filter, build_filter
 from .indexing import VectorIndexState
-from .records import ContentMatch, MemoryRecord, ScoredMemory
-from .schema import SUMMARY_COLUMNS, rows_to_records
-from .table import MemoryTable
 
 log = logging.getLogger(__name__)
 

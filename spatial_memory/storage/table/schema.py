@@ -10,8 +10,8 @@ from datetime import datetime
 import numpy as np
 import pyarrow as pa
 
-from ..errors import StorageError
-from .records import DEFAULT_MEMORY_TYPE, Conversation, MemoryRecord, Provenance, utc_now
+from ...errors import StorageError
+from ...records import DEFAULT_MEMORY_TYPE, Conversation, MemoryRecord, Provenance, utc_now
 
 TABLE_NAME = "memories"
 MODEL_KEY = b"spatial_memory.embedding_model"

@@ -10,8 +10,8 @@ import threading
 import time
 from pathlib import Path
 
-from ..errors import StorageError
-from ..transport.cancellation import check_cancelled
+from ...errors import StorageError
+from ...transport.cancellation import check_cancelled
 
 log = logging.getLogger(__name__)
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..table.schema import TABLE_NAME
 from .manifests import VERSIONS_DIR, ManifestError, manifest_files, read_manifest
-from .schema import TABLE_NAME
 
 log = logging.getLogger(__name__)
 

@@ -12,11 +12,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from .access_counts import AccessCounts
-from .access_ledger import ACCESS_COLUMNS
-from .exact_search import ExactSearch
-from .expiry import Expiry
-from .filters import (
+from ...records import MemoryRecord, is_uuid
+from ..filters import (
     MAX_LIST_VALUES,
     NO_MATCH,
     Filter,
@@ -27,10 +24,13 @@ from .filters import (
     session_windows,
     unexpired,
 )
-from .records import MemoryRecord, is_uuid
+from ..search.exact_search import ExactSearch
+from ..side_tables.access_counts import AccessCounts
+from ..side_tables.access_ledger import ACCESS_COLUMNS
+from ..writing.expiry import Expiry
+from ..writing.writer import Writer
 from .schema import SUMMARY_COLUMNS, NamespaceInfo, rows_to_records
 from .table import MemoryTable
-from .writer import Writer
 
 
 def summary_columns(with_vectors: bool) -> list[str]:

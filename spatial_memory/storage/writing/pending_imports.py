@@ -27,10 +27,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from .filters import MAX_LIST_VALUES, build_filter, quote
-from .relations import RELATIONS_TABLE
-from .schema import HISTORY_TABLE
-from .table import MemoryTable
+from ..filters import MAX_LIST_VALUES, build_filter, quote
+from ..side_tables.relations import RELATIONS_TABLE
+from ..table.schema import HISTORY_TABLE
+from ..table.table import MemoryTable
 from .writer import Writer
 
 PENDING_IMPORTS_TABLE = "pending_imports"

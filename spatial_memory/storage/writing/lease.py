@@ -32,8 +32,8 @@ from datetime import timedelta
 
 import pyarrow as pa
 
-from ..errors import StorageError
-from .filters import quote
+from ...errors import StorageError
+from ..filters import quote
 from .locking import ReentrantLock
 
 log = logging.getLogger(__name__)

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import StorageError
-from .exact_index import Change, ExactIndex
+from ...errors import StorageError
+from ..search.exact_index import Change, ExactIndex
+from ..table.table import MemoryTable
 from .expiry import Expiry
 from .lease import INDEX_LEASE, WRITE_LEASE, LeaseLock, open_lease_table
 from .locking import INDEX_LOCK_FILE, LOCK_FILE, WRITE_ATTEMPTS, ReentrantLock, StoreLock, backoff, is_retryable
 from .readonly import ReadOnlyLock, read_only_message
-from .table import MemoryTable
 
 log = logging.getLogger(__name__)
 

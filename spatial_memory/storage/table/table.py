@@ -16,10 +16,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import ConfigurationError, StorageError
+from ...errors import ConfigurationError, StorageError
+from ...records import MemoryRecord
+from ..repair.recovery import Damage, open_last_good
 from .connection import LARGE_INDEX_CACHE_BYTES, SMALL_INDEX_CACHE_BYTES, connect, in_one_trip, is_remote
-from .records import MemoryRecord
-from .recovery import Damage, open_last_good
 from .schema import ADDED_COLUMNS, MODEL_KEY, TABLE_NAME, memory_schema, records_to_arrow
 
 log = logging.getLogger(__name__)

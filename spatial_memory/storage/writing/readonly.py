@@ -11,8 +11,8 @@ import errno
 import os
 from pathlib import Path
 
-from ..errors import ReadOnlyStoreError
-from .connection import is_remote
+from ...errors import ReadOnlyStoreError
+from ..table.connection import is_remote
 from .locking import LOCK_FILE
 
 # Opening the lock file for writing fails with these on read-only media or without permission.

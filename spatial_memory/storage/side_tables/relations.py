@@ -24,12 +24,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import StorageError
-from .filters import MAX_LIST_VALUES, quote
-from .reads import Reads
-from .records import Provenance
-from .table import MemoryTable
-from .writer import Writer
+from ...errors import StorageError
+from ...records import Provenance
+from ..filters import MAX_LIST_VALUES, quote
+from ..table.reads import Reads
+from ..table.table import MemoryTable
+from ..writing.writer import Writer
 
 RELATIONS_TABLE = "relations"
 _TS = pa.timestamp("us", tz="UTC")

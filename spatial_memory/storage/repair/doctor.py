@@ -20,11 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from .connection import SMALL_INDEX_CACHE_BYTES, connect
-from .locking import LOCK_FILE, StoreLock
+from ..table.connection import SMALL_INDEX_CACHE_BYTES, connect
+from ..table.schema import DIM_KEY, MODEL_KEY, TABLE_NAME
+from ..writing.locking import LOCK_FILE, StoreLock
 from .manifests import DATA_DIR, Fragment, ManifestError, manifest_files, read_manifest
 from .recovery import open_last_good, table_dir
-from .schema import DIM_KEY, MODEL_KEY, TABLE_NAME
 
 TAKE_CHUNK = 8192
 PREVIEW = 80

@@ -11,18 +11,18 @@ from datetime import datetime
 import numpy as np
 import pyarrow as pa
 
-from .access_counts import AccessCounts
+from ...records import MemoryRecord
+from ..filters import NO_MATCH, Filter
+from ..side_tables.access_counts import AccessCounts
+from ..table.connection import ROW_ID, take_in_order
+from ..table.reads import Reads
+from ..table.schema import SUMMARY_COLUMNS, rows_to_records, vectors_of
+from ..table.table import MemoryTable
 from .candidates import RANKING_COLUMNS, Candidates
-from .connection import ROW_ID, take_in_order
 from .exact_index import Snapshot
 from .exact_search import ExactSearch
-from .filters import NO_MATCH, Filter
 from .fulltext import FullTextSearch
 from .indexing import VectorIndexState
-from .reads import Reads
-from .records import MemoryRecord
-from .schema import SUMMARY_COLUMNS, rows_to_records, vectors_of
-from .table import MemoryTable
 from .vector_search import VectorSearch
 
 log = logging.getLogger(__name__)

@@ -14,18 +14,18 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import StorageError
-from .access_counts import AccessCounts
-from .co_recall import CoRecall
-from .exact_index import Change, Written
-from .filters import MAX_LIST_VALUES, Filter, build_filter, unexpired
-from .history import RetiredState, VersionHistory
+from ...errors import StorageError
+from ...records import MemoryRecord, is_uuid
+from ..filters import MAX_LIST_VALUES, Filter, build_filter, unexpired
+from ..search.exact_index import Change, Written
+from ..side_tables.access_counts import AccessCounts
+from ..side_tables.co_recall import CoRecall
+from ..side_tables.history import RetiredState, VersionHistory
+from ..side_tables.relations import RELATIONS_TABLE, Relation, Relations
+from ..table.reads import Reads
+from ..table.schema import HISTORY_TABLE
+from ..table.table import MemoryTable
 from .pending_imports import PENDING_IMPORTS_TABLE, PendingImports
-from .reads import Reads
-from .records import MemoryRecord, is_uuid
-from .relations import RELATIONS_TABLE, Relation, Relations
-from .schema import HISTORY_TABLE
-from .table import MemoryTable
 from .writer import WriteActivity, Writer
 
 log = logging.getLogger(__name__)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pyarrow.compute as pc
 
-from .exact_index import Change
-from .table import MemoryTable
+from ..search.exact_index import Change
+from ..table.table import MemoryTable
 
 
 class Expiry:

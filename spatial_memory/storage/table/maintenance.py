@@ -7,14 +7,14 @@ import logging
 import time
 from datetime import timedelta
 
-from ..errors import StorageError
-from .access_counts import AccessCounts
-from .exact_index import ExactIndex
-from .fulltext import FullTextSearch
-from .indexing import IndexPolicy, VectorIndexState, ensure_indexes
-from .locking import WRITE_ATTEMPTS, backoff, is_retryable
+from ...errors import StorageError
+from ..search.exact_index import ExactIndex
+from ..search.fulltext import FullTextSearch
+from ..search.indexing import IndexPolicy, VectorIndexState, ensure_indexes
+from ..side_tables.access_counts import AccessCounts
+from ..writing.locking import WRITE_ATTEMPTS, backoff, is_retryable
+from ..writing.writer import WriteActivity, Writer
 from .table import MemoryTable
-from .writer import WriteActivity, Writer
 
 log = logging.getLogger(__name__)
 

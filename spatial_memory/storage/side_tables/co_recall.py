@@ -21,11 +21,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import StorageError
-from .filters import MAX_LIST_VALUES, quote
-from .records import is_uuid, utc_now
-from .table import MemoryTable
-from .writer import Writer
+from ...errors import StorageError
+from ...records import is_uuid, utc_now
+from ..filters import MAX_LIST_VALUES, quote
+from ..table.table import MemoryTable
+from ..writing.writer import Writer
 
 CO_RECALL_TABLE = "co_recall"
 INCREMENT = 0.2

@@ -7,16 +7,16 @@ import logging
 import unicodedata
 from typing import Any
 
-from ..errors import StorageError
-from .access_counts import AccessCounts
+from ...errors import StorageError
+from ...records import MemoryRecord
+from ..filters import NO_MATCH, Filter
+from ..side_tables.access_counts import AccessCounts
+from ..table.reads import Reads, summary_columns
+from ..table.schema import rows_to_records
+from ..table.table import MemoryTable
+from ..writing.writer import WriteActivity, Writer
 from .exact_search import ExactSearch
-from .filters import NO_MATCH, Filter
-from .reads import Reads, summary_columns
-from .records import MemoryRecord
-from .schema import rows_to_records
-from .table import MemoryTable
 from .vector_search import NamespaceSearch
-from .writer import WriteActivity, Writer
 
 log = logging.getLogger(__name__)
 

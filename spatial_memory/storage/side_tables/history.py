@@ -24,11 +24,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import StorageError
-from .filters import MAX_LIST_VALUES, Filter, build_filter, quote, retired_current_at
-from .pending_imports import PendingImports
-from .records import MemoryRecord
-from .schema import (
+from ...errors import StorageError
+from ...records import MemoryRecord
+from ..filters import MAX_LIST_VALUES, Filter, build_filter, quote, retired_current_at
+from ..table.schema import (
     HISTORY_COLUMNS,
     HISTORY_TABLE,
     SUMMARY_COLUMNS,
@@ -37,8 +36,9 @@ from .schema import (
     records_to_arrow,
     rows_to_records,
 )
-from .table import MemoryTable
-from .writer import Writer
+from ..table.table import MemoryTable
+from ..writing.pending_imports import PendingImports
+from ..writing.writer import Writer
 
 log = logging.getLogger(__name__)
 

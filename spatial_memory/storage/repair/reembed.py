@@ -21,9 +21,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from .connection import SMALL_INDEX_CACHE_BYTES, connect
-from .locking import INDEX_LOCK_FILE, LOCK_FILE, StoreLock
-from .schema import DIM_KEY, HISTORY_TABLE, MODEL_KEY, TABLE_NAME
+from ..table.connection import SMALL_INDEX_CACHE_BYTES, connect
+from ..table.schema import DIM_KEY, HISTORY_TABLE, MODEL_KEY, TABLE_NAME
+from ..writing.locking import INDEX_LOCK_FILE, LOCK_FILE, StoreLock
 
 log = logging.getLogger(__name__)
 

@@ -32,8 +32,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ...records import MemoryRecord
 from .blas import OneBlasThread
-from .records import MemoryRecord
 
 log = logging.getLogger(__name__)
 

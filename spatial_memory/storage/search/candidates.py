@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from .connection import ROW_ID
-from .records import MemoryRecord
+from ...records import MemoryRecord
+from ..table.connection import ROW_ID
 
 # The columns of the copy's summary table that the ranking reads.
 RANKING_COLUMNS = ["content", "session_id", "sequence", "speaker", "occurred_at"]

@@ -11,14 +11,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import StorageError
+from ...errors import StorageError
+from ...records import MemoryRecord, is_uuid, utc_now
+from ..filters import build_filter, quote
+from ..search.exact_index import Change
+from ..search.indexing import VectorIndexState
+from ..table.table import MemoryTable
+from ..writing.writer import WriteActivity, Writer
 from .access_ledger import Access, AccessLedger, accesses_table
-from .exact_index import Change
-from .filters import build_filter, quote
-from .indexing import VectorIndexState
-from .records import MemoryRecord, is_uuid, utc_now
-from .table import MemoryTable
-from .writer import WriteActivity, Writer
 
 log = logging.getLogger(__name__)
 

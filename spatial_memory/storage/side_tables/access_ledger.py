@@ -27,7 +27,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from .filters import quote
+from ..filters import quote
 
 log = logging.getLogger(__name__)
 

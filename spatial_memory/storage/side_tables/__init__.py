@@ -1,0 +1,1 @@
+"""Storage's side tables: the small tables beside the memories: links, versions, access counts."""
