@@ -248,9 +248,10 @@ def _backfill_command(args: argparse.Namespace) -> None:
         done = backfill(app, args.client, since=since, project=project)
     finally:
         app.resources.close(settings.lock_timeout_seconds)
+    confirmed = f" ({done.confirmed} procedures confirmed, not new memories)" if done.confirmed else ""
     sys.stderr.write(
         f"{done.transcripts} transcripts, {done.records} captures, {done.stored} new memories stored "
-        f"in {done.seconds:.1f} s\n"
+        f"in {done.seconds:.1f} s{confirmed}\n"
     )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import ValidationError
 from ..storage.records import Conversation, NewMemory, Provenance
@@ -51,15 +51,22 @@ def provenance(record: dict[str, Any]):
     )
 
 
-def store_captured(app: Any, records: list[dict[str, Any]]) -> int:
-    """Store the spool records not stored yet, in one commit; returns how many were new (or, for a
-    proposed procedure, confirmed). Records that are not valid memories are dropped (logged by id,
-    never by content)."""
+class Stored(NamedTuple):
+    """What storing captures did: new memories (procedures included) and procedures confirmed
+    (a run seen again: a new version of a memory, not a new one)."""
+
+    memories: int = 0
+    confirmed: int = 0
+
+
+def store_captured(app: Any, records: list[dict[str, Any]]) -> Stored:
+    """Store the spool records not stored yet, in one commit. Records that are not valid memories
+    are dropped (logged by id, never by content)."""
     records = list({r["id"]: r for r in records if _well_formed(r)}.values())
     proposals = [r for r in records if isinstance(r.get("procedure"), dict)]
     records = [r for r in records if not isinstance(r.get("procedure"), dict)]
-    stored = app.procedures.capture_proposals([(p, provenance(p)) for p in proposals]) if proposals else 0
-    return stored + _store_memories(app, records)
+    new, confirmed = app.procedures.capture_proposals([(p, provenance(p)) for p in proposals]) if proposals else (0, 0)
+    return Stored(new + _store_memories(app, records), confirmed)
 
 
 def _store_memories(app: Any, records: list[dict[str, Any]]) -> int:

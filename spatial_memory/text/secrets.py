@@ -29,7 +29,7 @@ _PATTERNS: tuple[tuple[str, str, int], ...] = (
     # Connection strings and URLs with credentials: scheme://user:password@host -> password.
     ("url-password", r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://[^\s:/@'\"]{0,128}:([^\s@/'\"]{1,256})@", 1),
     # Key=value connection strings (ADO.NET / ODBC / libpq keyword style).
-    ("connection-password", r"(?i)\b(?:password|pwd)\s*=\s*([^;\s'\"]{1,256})", 1),
+    ("connection-password", r"(?i);\s*(?:password|pwd)\s*=\s*([^;\s'\"]{1,256})", 1),
     ("aws-access-key", r"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b", 0),
     (
         "aws-secret-key",
@@ -48,17 +48,66 @@ _PATTERNS: tuple[tuple[str, str, int], ...] = (
     ("jwt", r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", 0),
     ("bearer", r"(?i)\b(?:bearer|token)\s+([A-Za-z0-9_\-.=:/+]{16,})", 1),
     ("basic-auth", r"(?i)\bauthorization:\s*basic\s+([A-Za-z0-9+/=]{8,})", 1),
-    # Assignments: password=..., secret: ..., api_key="...", TOKEN=... (env files, configs, CLIs).
-    (
-        "assignment",
-        r"(?i)(?:\b|_)(?:passw(?:or)?d|passwd|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|"
-        r"private[_-]?key|client[_-]?secret|auth)\w*[\"']?\s*[:=]\s*[\"']?(?!(?:bearer|basic|token)\s)(?!\[REDACTED)"
-        r"([^\s\"',;]{4,})",
-        1,
-    ),
+    # Request headers that carry a credential under their own name.
+    ("header", r"(?im)^\s*(?:x-[\w-]*(?:token|key|secret|auth)[\w-]*|cookie|set-cookie|proxy-authorization)\s*:\s*(\S[^\r\n]{3,})", 1),
     # Command-line flags: --password xyz, -p'xyz' is too ambiguous to catch.
     ("flag", r"(?i)--(?:password|passwd|token|secret|api-key)[= ]\s*[\"']?([^\s\"']{4,})", 1),
 )
+
+
+# Assignments to a secret-named key - `password=...`, `secret: ...`, `api_key="..."`, `TOKEN=...`
+# (env files, configs, CLIs), `token: str = "..."` (an annotated assignment), `"client_secret" =>
+# "..."` - redact the value unless it only refers to where the secret is kept
+# (`api_key=settings.anthropic_api_key`, `token = os.environ["TOKEN"]`, `${API_KEY}`).
+_SECRET_NAME = (
+    r"(?:passw(?:or)?d|passwd|pwd|passphrase|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|"
+    r"client[_-]?secret|auth|credentials?|signing[_-]?key|encryption[_-]?key|salt)"
+)
+_ASSIGNMENT = (
+    r"(?i)(?:\b|_)" + _SECRET_NAME + r"\w*[\"']?"
+    r"(?:\s*:\s*[A-Za-z_][\w.\[\], |]{0,40}?(?=\s*=))?"  # a type annotation: `token: str = ...`
+    r"\s*(=>|:=|[:=])\s*"
+    r"(?!(?:bearer|basic|token)\s)(?!\[REDACTED)"
+    r"([^\r\n;]{1,300})"
+)
+_LITERAL = re.compile(r"\"([^\"\n]{4,})\"|'([^'\n]{4,})'|`([^`\n]{4,})`")
+_BARE = re.compile(r"[^\s\"',;]{4,}")
+_PROSE_WORD = re.compile(r"[A-Za-z][a-z]*[.,]?")
+# A value that names where a secret is kept rather than holding it.
+_REFERENCE = re.compile(
+    r"(?:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[[\"'][\w-]+[\"']\])+(?:\(\))?|\$\{?[A-Za-z_]\w*\}?|%\(?\w+\)?s?|\{\{[^}]*\}\}|"
+    r"[A-Za-z_]\w*\(\)|None|null|nil|true|false|True|False|undefined|<[\w -]+>|\*{3,}|x{4,}|\.{3}|…)[,;)]?"
+)
+_ENV_LOOKUP = re.compile(r"(?i)(?:getenv|get_env|environ|env|fetch_env!?|secret|config|settings|vault)\s*[(\[]\s*$")
+
+
+def _redact_assignment(match: re.Match[str]) -> str:
+    whole, start = match.group(0), match.start(2) - match.start(0)
+    value = whole[start:]
+    if value.startswith("[REDACTED:"):
+        return whole
+    literals = [m for m in _LITERAL.finditer(value) if not _ENV_LOOKUP.search(value[: m.start()])]
+    if literals:  # every string literal of the value: `String.duplicate("...", 4)`, `"..." + x`
+        out, at = [], 0
+        for lit in literals:
+            group = next(g for g in (1, 2, 3) if lit.group(g) is not None)
+            if lit.group(group).startswith("[REDACTED:") or _REFERENCE.fullmatch(lit.group(group)):
+                continue
+            out += [value[at : lit.start(group)], "[REDACTED:assignment]"]
+            at = lit.end(group)
+        return whole[:start] + "".join(out) + value[at:]
+    if _LITERAL.search(value) or re.match(r"\s*[\"'`]", value):
+        return whole  # a literal inside an environment lookup, or one too short to be a secret
+    bare = _BARE.match(value)
+    name = re.match(r"[\w-]+", whole.lstrip("_"))
+    if bare is None or "(" in bare.group(0) or _REFERENCE.fullmatch(bare.group(0).rstrip(")]}")):
+        return whole  # a call (its literals were looked at above) or a reference
+    rest = value[bare.end() :].strip()
+    if match.group(1) == ":" and _PROSE_WORD.fullmatch(bare.group(0)) and rest and rest[0] not in "#/,}":
+        return whole  # "The tokenizer: splits words" is prose, not a setting
+    if name and bare.group(0).strip(",;)").lower() == name.group(0).lower():  # `api_key=api_key`: passed on
+        return whole
+    return whole[:start] + "[REDACTED:assignment]" + value[bare.end() :]
 
 
 def _replacer(kind: str, group: int) -> Callable[[re.Match[str]], str]:
@@ -79,7 +128,10 @@ def _replacer(kind: str, group: int) -> Callable[[re.Match[str]], str]:
 def _replacers() -> tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...]:
     """The compiled patterns (compiled on first use: every write path validates through here, and
     a server answers its first requests before any write)."""
-    return tuple((re.compile(pattern), _replacer(kind, group)) for kind, pattern, group in _PATTERNS)
+    compiled = [(re.compile(pattern), _replacer(kind, group)) for kind, pattern, group in _PATTERNS]
+    flags = len(compiled) - 1  # the assignment rule goes before the command-line flags
+    compiled.insert(flags, (re.compile(_ASSIGNMENT), _redact_assignment))
+    return tuple(compiled)
 
 
 def redact(text: str) -> str:
@@ -104,4 +156,5 @@ def redact_value(value: Any) -> Any:
 
 def kinds() -> list[str]:
     """The kinds of secret redacted, in the order they are tried."""
-    return [kind for kind, _, _ in _PATTERNS]
+    named = [kind for kind, _, _ in _PATTERNS]
+    return [*named[:-1], "assignment", named[-1]]
