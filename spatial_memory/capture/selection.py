@@ -45,7 +45,9 @@ ROUTINE_LENGTH = 3
 ROUTINE_SESSIONS = 2  # a routine is proposed once seen in this many sessions
 MAX_ROUTINES = 2_000  # routine windows remembered across sessions
 
-MAX_EDIT_CHARS = 700  # of one file's changes in a turn
+MAX_EDIT_CHARS = 700  # of a written configuration file's settings
+MAX_PART_CHARS = 500  # of one edit's description
+MAX_PARTS = 8  # edits of one file in a turn remembered
 MAX_CHANGED_LINES = 4  # of one change
 WRITTEN_LINES = 4  # of a new file's opening (its header comment says what it is)
 
@@ -64,6 +66,8 @@ _NAMING = re.compile(
 _DEFINES = re.compile(
     r"^(?:(?:async\s+)?def|class|(?:export\s+)?(?:async\s+)?function|(?:pub\s+)?fn|func|defp?|defmodule)\s+([\w.]+)"
 )
+_IMPORT = re.compile(r"^(?:import|from\s+\S+\s+import|alias|require|use|include|using|#include|@import)\b")
+_VALUE_SET = re.compile(r"(?:[=:(,]|=>)\s*(?:[\"'][^\"']+[\"']|-?\d[\d.]*\b|:\w+|true|false)")
 _TRIVIAL = re.compile(r"^(?:[{}()\[\];,]+|end|else:?|try:|\}\s*else\s*\{|pass|return;?|break;?)$")
 
 EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit", "edit_file", "write"})
@@ -159,8 +163,8 @@ def _file_edit(tool_name: str, tool_input: dict[str, Any], state: dict[str, Any]
     if verb == "Wrote":
         entry["verb"] = "Wrote"
     for part in what:
-        if part not in entry["parts"] and sum(map(len, entry["parts"])) < MAX_EDIT_CHARS:
-            entry["parts"].append(part)
+        if part and part not in entry["parts"]:
+            entry["parts"] = [*entry["parts"], _clip(part, MAX_PART_CHARS)][-MAX_PARTS:]
     step = f"{verb} {path}" + (f": {_clip(what[0], MAX_LINE_CHARS)}" if what else "")
     for failure in state.get("failures", {}).values():
         if path not in failure["edits"]:
@@ -175,8 +179,13 @@ def edits_of_turn(state: dict[str, Any]) -> list[Captured]:
     """At a turn's end: one memory per file edited in it, with what changed and what names it."""
     found = []
     for path, entry in state.pop("turn_edits", {}).items():
-        parts = entry["parts"]
-        content = f"{entry['verb']} {path}" + (":\n" + "\n".join(parts) if parts else "")
+        parts, shown, size = entry["parts"], [], 0
+        for part in reversed(parts):  # the latest changes first, when they do not all fit
+            if size + len(part) > MAX_CONTENT_CHARS - len(path) - 16 and shown:
+                break
+            shown.insert(0, part)
+            size += len(part) + 1
+        content = f"{entry['verb']} {path}" + (":\n" + "\n".join(shown) if shown else "")
         found.append(Captured(_clip(content, MAX_CONTENT_CHARS), "tool", "file_edit", 0.45, ["file-edit"]))
     return found
 
@@ -449,7 +458,10 @@ def _changed(old: str, new: str, config: bool) -> str:
     if not changed:
         removed = [line.strip() for line in old.splitlines() if line.strip() and line.strip() not in new]
         return ("removed: " + " / ".join(removed[:3])) if removed else ""
-    shown = [lines[i].strip() for i in changed if not _TRIVIAL.match(lines[i].strip())][:MAX_CHANGED_LINES]
+    telling = [i for i in changed if not _TRIVIAL.match(lines[i].strip())]
+    # A line that sets a value says most; an import says least. Kept in the file's order.
+    best = sorted(telling, key=lambda i: -_telling(lines[i].strip()))[:MAX_CHANGED_LINES]
+    shown = [lines[i].strip() for i in sorted(best)]
     if config:  # the settings around the change say what it configures (a host beside a port)
         settings = [line.strip() for line in lines if _SETTING.match(line.strip())]
         shown = list(dict.fromkeys(shown + settings))[: MAX_CHANGED_LINES * 2]
@@ -462,6 +474,12 @@ def _changed(old: str, new: str, config: bool) -> str:
     return (f"in `{_clip(where, 120)}`: " if where else "") + body
 
 
+def _telling(line: str) -> int:
+    if _IMPORT.match(line):
+        return 0
+    return 2 if _VALUE_SET.search(line) else 1
+
+
 def _written(content: str, config: bool) -> list[str]:
     """What a written file holds, in short: its settings (configuration), else the names it
     defines and its first meaningful line."""
@@ -472,7 +490,7 @@ def _written(content: str, config: bool) -> list[str]:
         return ["\n".join(line for line in lines if _SETTING.match(line))[:MAX_EDIT_CHARS] or _first_meaningful(content)]
     names = [m.group(1) for line in lines if (m := _DEFINES.match(line))]
     head = f"{len(lines)} lines" + (f"; defines {', '.join(dict.fromkeys(names[:12]))}" if names else "")
-    opening = [line for line in lines[:12] if not line.startswith(("#!", "import ", "from ")) and len(line) > 3]
+    opening = [line for line in lines[:16] if not line.startswith("#!") and not _IMPORT.match(line) and len(line) > 3]
     return [head + "\n" + "\n".join(_clip(line, MAX_LINE_CHARS) for line in opening[:WRITTEN_LINES])]
 
 

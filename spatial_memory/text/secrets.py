@@ -9,6 +9,7 @@ holds one positive and one negative example per pattern.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from functools import cache
@@ -64,11 +65,21 @@ _SECRET_NAME = (
     r"client[_-]?secret|auth|credentials?|signing[_-]?key|encryption[_-]?key|salt)"
 )
 _ASSIGNMENT = (
-    r"(?i)(?:\b|_)" + _SECRET_NAME + r"\w*[\"']?"
+    r"(?i)([\w.-]*?)(?:\b|_|(?-i:(?<=[a-z])(?=[A-Z])))" + _SECRET_NAME + r"(\w*)[\"']?"
     r"(?:\s*:\s*[A-Za-z_][\w.\[\], |]{0,40}?(?=\s*=))?"  # a type annotation: `token: str = ...`
     r"\s*(=>|:=|[:=])\s*"
     r"(?!(?:bearer|basic|token)\s)(?!\[REDACTED)"
     r"([^\r\n;]{1,300})"
+)
+_SEGMENT = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+# The last word of a key that names something about a secret, not the secret (`token_count`,
+# `password_policy`, `api_key_env`, `tokenizer`).
+_NOT_SECRET = frozenset(
+    """count counts length len size limit limits max min policy type types name names id ids url uri endpoint
+    file path dir ttl expiry expires expiration at hash hashed header field prefix suffix env var timeout mode
+    required enabled provider method scheme format rotation usage budget tokenizer tokens tokenize tokenized
+    author authors authored authority authorities authorize authorized authentication authenticated
+    secrets passwords keys label hint help prompt description docs validator validation rule rules""".split()
 )
 _LITERAL = re.compile(r"\"([^\"\n]{4,})\"|'([^'\n]{4,})'|`([^`\n]{4,})`")
 _BARE = re.compile(r"[^\s\"',;]{4,}")
@@ -76,14 +87,19 @@ _PROSE_WORD = re.compile(r"[A-Za-z][a-z]*[.,]?")
 # A value that names where a secret is kept rather than holding it.
 _REFERENCE = re.compile(
     r"(?:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[[\"'][\w-]+[\"']\])+(?:\(\))?|\$\{?[A-Za-z_]\w*\}?|%\(?\w+\)?s?|\{\{[^}]*\}\}|"
-    r"[A-Za-z_]\w*\(\)|None|null|nil|true|false|True|False|undefined|<[\w -]+>|\*{3,}|x{4,}|\.{3}|…)[,;)]?"
+    r"[A-Za-z_]\w*\(\)|\d+(?:\.\d+)?|None|null|nil|true|false|True|False|undefined|<[\w -]+>|\*{3,}|x{4,}|\.{3}|…)[,;)]?"
 )
-_ENV_LOOKUP = re.compile(r"(?i)(?:getenv|get_env|environ|env|fetch_env!?|secret|config|settings|vault)\s*[(\[]\s*$")
+# A literal that is a key to look the secret up by (a subscript, an environment or settings lookup).
+_ENV_LOOKUP = re.compile(r"(?i)(?:\[|(?:get|getenv|get_env|environ|env|fetch_env!?|fetch|secret|config|settings|vault)\s*\()\s*$")
 
 
 def _redact_assignment(match: re.Match[str]) -> str:
-    whole, start = match.group(0), match.start(2) - match.start(0)
+    whole, start = match.group(0), match.start(4) - match.start(0)
     value = whole[start:]
+    key = whole[: match.start(3) - match.start(0)]
+    segments = [w.lower() for w in _SEGMENT.findall(key)]
+    if not segments or segments[-1] in _NOT_SECRET:
+        return whole
     if value.startswith("[REDACTED:"):
         return whole
     literals = [m for m in _LITERAL.finditer(value) if not _ENV_LOOKUP.search(value[: m.start()])]
@@ -99,15 +115,35 @@ def _redact_assignment(match: re.Match[str]) -> str:
     if _LITERAL.search(value) or re.match(r"\s*[\"'`]", value):
         return whole  # a literal inside an environment lookup, or one too short to be a secret
     bare = _BARE.match(value)
-    name = re.match(r"[\w-]+", whole.lstrip("_"))
+    name = re.match(r"[\w-]+", key.lstrip("_"))
     if bare is None or "(" in bare.group(0) or _REFERENCE.fullmatch(bare.group(0).rstrip(")]}")):
         return whole  # a call (its literals were looked at above) or a reference
     rest = value[bare.end() :].strip()
-    if match.group(1) == ":" and _PROSE_WORD.fullmatch(bare.group(0)) and rest and rest[0] not in "#/,}":
+    if match.group(3) == ":" and _PROSE_WORD.fullmatch(bare.group(0)) and rest and rest[0] not in "#/,}":
         return whole  # "The tokenizer: splits words" is prose, not a setting
     if name and bare.group(0).strip(",;)").lower() == name.group(0).lower():  # `api_key=api_key`: passed on
         return whole
     return whole[:start] + "[REDACTED:assignment]" + value[bare.end() :]
+
+
+# A long run of random-looking characters, named by nothing (an AWS secret key pasted alone):
+# upper and lower case letters and digits mixed, spread like random text. Hex digests, ids and
+# words do not mix all three classes that evenly.
+_RANDOM_RUN = re.compile(r"(?<![\w/+=-])[A-Za-z0-9+/_-]{32,}={0,2}(?![\w/+=-])")
+MIN_RANDOM_BITS = 4.2  # Shannon entropy per character; English words and paths stay far below
+
+
+def _redact_random(match: re.Match[str]) -> str:
+    run = match.group(0)
+    if sum(c.isupper() for c in run) < 4 or sum(c.islower() for c in run) < 4 or sum(c.isdigit() for c in run) < 3:
+        return run
+    if run.count("/") >= 2 and all(part.isalpha() for part in run.split("/") if part):  # a path
+        return run
+    counts: dict[str, int] = {}
+    for char in run:
+        counts[char] = counts.get(char, 0) + 1
+    bits = -sum(n / len(run) * math.log2(n / len(run)) for n in counts.values())
+    return "[REDACTED:high-entropy]" if bits >= MIN_RANDOM_BITS else run
 
 
 def _replacer(kind: str, group: int) -> Callable[[re.Match[str]], str]:
@@ -131,6 +167,7 @@ def _replacers() -> tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]
     compiled = [(re.compile(pattern), _replacer(kind, group)) for kind, pattern, group in _PATTERNS]
     flags = len(compiled) - 1  # the assignment rule goes before the command-line flags
     compiled.insert(flags, (re.compile(_ASSIGNMENT), _redact_assignment))
+    compiled.append((_RANDOM_RUN, _redact_random))
     return tuple(compiled)
 
 
@@ -157,4 +194,4 @@ def redact_value(value: Any) -> Any:
 def kinds() -> list[str]:
     """The kinds of secret redacted, in the order they are tried."""
     named = [kind for kind, _, _ in _PATTERNS]
-    return [*named[:-1], "assignment", named[-1]]
+    return [*named[:-1], "assignment", named[-1], "high-entropy"]
