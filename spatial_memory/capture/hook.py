@@ -109,7 +109,9 @@ def selected(
         items += from_text(redact(event.prompt), "user", occurred_at=now_iso())
     elif event.kind in (p.TOOL_USE, p.FILE_EDIT, p.SHELL):
         response = redact_value(_bounded(event.tool_response))
-        found = from_tool_use(event.tool_name, redact_value(event.tool_input), response, state, project)
+        found = from_tool_use(
+            event.tool_name, redact_value(event.tool_input), response, state, project, event.tool_use_id
+        )
         for item in found:
             item.ref = event.tool_use_id
         items += found

@@ -115,6 +115,7 @@ class Captured:
     ) -> None:
         self.content, self.speaker, self.kind, self.importance = content, speaker, kind, importance
         self.tags, self.ref, self.occurred_at, self.procedure = tags or [], ref, occurred_at, procedure
+        self.also: list[str] = []  # further tool uses it was made from (the edits of one file in a turn)
 
     def __repr__(self) -> str:
         return f"Captured({self.kind}, {self.speaker}, {self.content[:60]!r})"
@@ -124,17 +125,25 @@ class Captured:
 
 
 def from_tool_use(
-    tool_name: str | None, tool_input: dict[str, Any], tool_response: Any, state: dict[str, Any], project: str
+    tool_name: str | None,
+    tool_input: dict[str, Any],
+    tool_response: Any,
+    state: dict[str, Any],
+    project: str,
+    ref: str | None = None,
 ) -> list[Captured]:
-    """What to keep from one tool use; updates the session state (failures, edited files, counts)."""
+    """What to keep from one tool use (`ref`: its id); updates the session state (failures, edited
+    files, counts, the turn's edits)."""
     if tool_name in EDIT_TOOLS:
-        return _file_edit(tool_name, tool_input, state, project)
+        return _file_edit(tool_name, tool_input, state, project, ref)
     if tool_name in SHELL_TOOLS:
         return _shell(str(tool_input.get("command") or ""), tool_response, state)
     return []
 
 
-def _file_edit(tool_name: str, tool_input: dict[str, Any], state: dict[str, Any], project: str) -> list[Captured]:
+def _file_edit(
+    tool_name: str, tool_input: dict[str, Any], state: dict[str, Any], project: str, ref: str | None
+) -> list[Captured]:
     """An edit is held in the session's state until its turn ends (edits_of_turn): several edits
     of one file in a turn are one memory of what changed in it."""
     raw_path = tool_input.get("file_path") or tool_input.get("notebook_path") or tool_input.get("path")
@@ -159,7 +168,9 @@ def _file_edit(tool_name: str, tool_input: dict[str, Any], state: dict[str, Any]
         what = [w for w in what if w]
         verb = "Edited"
     pending = state.setdefault("turn_edits", {})
-    entry = pending.setdefault(path, {"verb": verb, "parts": []})
+    entry = pending.setdefault(path, {"verb": verb, "parts": [], "refs": []})
+    if ref and ref not in entry["refs"] and len(entry["refs"]) < MAX_PARTS:
+        entry["refs"].append(ref)
     if verb == "Wrote":
         entry["verb"] = "Wrote"
     for part in what:
@@ -186,7 +197,10 @@ def edits_of_turn(state: dict[str, Any]) -> list[Captured]:
             shown.insert(0, part)
             size += len(part) + 1
         content = f"{entry['verb']} {path}" + (":\n" + "\n".join(shown) if shown else "")
-        found.append(Captured(_clip(content, MAX_CONTENT_CHARS), "tool", "file_edit", 0.45, ["file-edit"]))
+        refs = entry.get("refs") or [None]
+        item = Captured(_clip(content, MAX_CONTENT_CHARS), "tool", "file_edit", 0.45, ["file-edit"], refs[0])
+        item.also = refs[1:]  # the other edits this memory holds
+        found.append(item)
     return found
 
 

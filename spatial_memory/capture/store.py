@@ -1,10 +1,10 @@
 """Captured memories into the store: the one place that turns spool records into memories.
 
 Records keep the ids the hook gave them, and ids already stored are skipped, so a claim retried
-after a crash between the commit and the deletion of its file stores nothing twice. Captures
-are conversation memories (memory_type "conversation", so they expire after
-conversation_ttl_days unless pinned; session_id, sequence, speaker, occurred_at) with provenance
-via "hook" naming the client, its version and its session.
+after a crash between the commit and the deletion of its file stores nothing twice. Captures keep
+their conversation structure (session_id, sequence, speaker, occurred_at) and provenance via
+"hook" naming the client, its version and its session; what they established is a fact (no
+expiry), what only narrates a session expires (memory_type_of).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def new_memory(record: dict[str, Any]):
             speaker=record.get("speaker"),
             occurred_at=occurred_at,
         ),
-        memory_type=MEMORY_TYPE,
+        memory_type=memory_type_of(record),
     )
 
 
@@ -111,8 +111,17 @@ def _build(app: Any, records: list[dict[str, Any]]) -> list:
 
 # Captures are statements found in a session, as extract finds them in a text.
 SOURCE = "extracted"
-MEMORY_TYPE = "conversation"
 VIA = "hook"
+# Retention (docs/CAPTURE.md): what a session established - what the person said, the assistant's
+# answers and conclusions, fixes, edits, the session's summary - is a fact and does not expire by
+# default; what only narrates the session's course - a failed command, a command run - is a
+# conversation memory and expires after conversation_ttl_days unless pinned.
+TRANSIENT_KINDS = frozenset({"command_failed", "command"})
+
+
+def memory_type_of(record: dict[str, Any]) -> str:
+    kind = (record.get("metadata") or {}).get("capture_kind")
+    return "conversation" if kind in TRANSIENT_KINDS or kind is None else "fact"
 
 
 def _well_formed(record: Any) -> bool:

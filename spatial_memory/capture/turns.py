@@ -17,8 +17,7 @@ what was said or concluded, whole.
 - Long turns are kept as consecutive paragraphs of at most MAX_CHUNK_CHARS, never cut inside a
   paragraph at a colon: the list or code after a colon belongs to the sentence before it.
 
-Memorability (memorable.py, a small classifier over cues of the text) decides the borderline
-cases; the rules here are what a statement *is* (speaker, question, request, narration).
+The rules say what a statement *is* (speaker, question, request, narration, conclusion).
 """
 
 from __future__ import annotations
@@ -55,6 +54,9 @@ _NARRATION_START = re.compile(
     r"(?:let\s+me|let's|i'll|i\s+will|i'm\s+going\s+to|i\s+am\s+going\s+to|i\s+need\s+to|i\s+should|i\s+can\s+see|"
     r"i\s+see|now\s+i|i'm\s+(?:now\s+)?(?:checking|looking|reading|running|going)|checking|looking|reading|running|"
     r"searching|waiting|moving\s+on|time\s+to|we\s+need\s+to\s+(?:check|look|see|find))\b"
+    # an acknowledgement restates what the person said: "Understood, I won't ...", "Got it."
+    r"|^(?:understood|noted|got\s+it|sure|will\s+do|of\s+course|absolutely|you're\s+(?:right|absolutely\s+right)|"
+    r"makes\s+sense|good\s+(?:idea|point|catch)|great\s+(?:idea|question|point|catch))\b"
 )
 _PLEASANTRY = re.compile(
     r"(?i)^(?:(?:that's|that\s+is|this\s+is|what\s+a|very|really|such)\s+)?(?:a\s+)?(?:great|good|excellent|perfect|"
@@ -154,7 +156,7 @@ def chunks(text: str) -> list[str]:
     merged: list[str] = []
     for paragraph in paragraphs:
         if merged and merged[-1].rstrip().endswith(":"):
-            merged[-1] += "\n" + paragraph
+            merged[-1] += "\n\n" + paragraph
         else:
             merged.append(paragraph)
     out: list[str] = []

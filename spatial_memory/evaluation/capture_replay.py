@@ -110,6 +110,9 @@ def evaluate(session: dict | None = None) -> dict:
             continue
         ref = record["metadata"].get("capture_ref")
         unit = by_id.get(ref) if ref else None
+        for other in record["metadata"].get("capture_refs", [])[1:]:  # one memory of several edits
+            if other in by_id:
+                captured.setdefault(other, []).append(record["content"])
         if unit is None:
             content = _norm(record["content"])
             unit = next((u for u in units if u["kind"] == "message" and content in _norm(u["text"])), None)
