@@ -37,6 +37,8 @@ MAX_CONTENT_CHARS = 1300
 USER_IMPORTANCE = 0.7  # what the person said: requirements, facts, preferences, decisions
 ANSWER_IMPORTANCE = 0.6  # the assistant's answer at a turn's end
 CONCLUSION_IMPORTANCE = 0.55  # a conclusion in the middle of a turn
+CANDIDATE_IMPORTANCE = 0.5  # a turn the rules left, kept only if the classifier admits it
+CANDIDATE_TAG = "candidate"
 MAX_LINE_CHARS = 200
 MAX_FIX_STEPS = 5  # edits kept as steps of a fix procedure
 MAX_RAN = 200  # commands of a session kept for its routines
@@ -409,6 +411,9 @@ def from_text(
         kept, importance, tag = turns.assistant_turn(text, final=True), ANSWER_IMPORTANCE, "answer"
     else:
         kept, importance, tag = turns.assistant_turn(text, final=False), CONCLUSION_IMPORTANCE, "conclusion"
+    if not kept:  # the store's classifier (memorable.py) may still find it worth keeping
+        kept, importance, tag = turns.candidate(text, speaker), CANDIDATE_IMPORTANCE, CANDIDATE_TAG
+        tag = f"{tag}-answer" if final and speaker == "assistant" else tag
     return [
         Captured(_clip(chunk, MAX_CONTENT_CHARS), speaker, "statement", importance, [tag], ref, occurred_at)
         for chunk in kept
@@ -423,7 +428,8 @@ def remember_highlights(state: dict[str, Any], items: list[Captured]) -> None:
     highlights = state.setdefault("highlights", [])
     for item in items:
         text = _clip(item.content, 160)
-        if item.kind in ("statement", "fix") and all(h[1] != text for h in highlights):
+        candidate = any(t.startswith(CANDIDATE_TAG) for t in item.tags)  # not kept yet: the store decides
+        if item.kind in ("statement", "fix") and not candidate and all(h[1] != text for h in highlights):
             highlights.append([item.importance, text])
     highlights.sort(key=lambda h: -h[0])
     del highlights[5:]

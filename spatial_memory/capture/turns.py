@@ -27,6 +27,7 @@ import re
 MIN_STATEMENT_WORDS = 3
 MAX_CHUNK_CHARS = 1200
 MAX_CHUNKS = 3  # of one turn
+MIN_CANDIDATE_WORDS = 6  # a turn shorter than this the classifier is not asked about
 MAX_REQUEST_WORDS = 9  # an imperative this short asks for an action and states nothing else
 
 _WORD = re.compile(r"[\w'\u2019-]+")
@@ -194,3 +195,13 @@ def assistant_turn(text: str, *, final: bool) -> list[str]:
     if not any(concludes(s) for s in said):
         return []
     return chunks(own)
+
+
+def candidate(text: str, speaker: str) -> list[str]:
+    """A turn the rules left that could still hold a statement (enough words, not only narration):
+    its first chunk, for the store's classifier (capture/memorable.py) to admit or drop."""
+    own = clean(text, speaker)
+    said = sentences_of(own)
+    if len(own.split()) < MIN_CANDIDATE_WORDS or all(is_narration(s) or is_question(s) for s in said):
+        return []
+    return chunks(own)[:1]
