@@ -118,7 +118,7 @@ def main() -> None:
             "coef": [round(float(c), 4) for c in model.coef_[0]],
             "intercept": round(float(model.intercept_[0]), 4),
             "mean": [round(float(m), 4) for m in scaler.mean_],
-            "scale": [round(float(s), 4) for s in scale],
+            "scale": [float(f"{s:.4g}") for s in scale],
         }
         memorable.WEIGHTS.write_text(json.dumps(weights, separators=(",", ":")) + "\n")
         print(f"wrote {memorable.WEIGHTS} ({memorable.WEIGHTS.stat().st_size} bytes)")

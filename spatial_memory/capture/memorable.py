@@ -55,7 +55,7 @@ def _model() -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
         np.array(data["coef"], dtype=np.float64),
         float(data["intercept"]),
         np.array(data["mean"], dtype=np.float64),
-        np.array(data["scale"], dtype=np.float64),
+        np.where(np.array(data["scale"], dtype=np.float64) > 0, np.array(data["scale"], dtype=np.float64), 1.0),
     )
 
 

@@ -137,7 +137,9 @@ def _redact_random(match: re.Match[str]) -> str:
     run = match.group(0)
     if sum(c.isupper() for c in run) < 4 or sum(c.islower() for c in run) < 4 or sum(c.isdigit() for c in run) < 3:
         return run
-    if run.count("/") >= 2 and all(part.isalpha() for part in run.split("/") if part):  # a path
+    parts = [part for part in run.split("/") if part]
+    wordy = sum(part.islower() or part.isdigit() or "-" in part or "_" in part or part.isalpha() for part in parts)
+    if len(parts) >= 3 and wordy * 2 >= len(parts):  # a path: its parts are words, names, numbers
         return run
     counts: dict[str, int] = {}
     for char in run:
