@@ -112,12 +112,20 @@ def secrets(rng: random.Random) -> list[dict[str, str]]:
     for scheme in ("postgresql", "mysql", "mongodb+srv", "redis", "amqp", "https"):
         password = r(14)
         found.append(
-            {"kind": "url", "text": f"{scheme}://user{r(3, string.digits)}:{password}@db.example.com/app", "secret": password}
+            {
+                "kind": "url",
+                "text": f"{scheme}://user{r(3, string.digits)}:{password}@db.example.com/app",
+                "secret": password,
+            }
         )
     for _ in range(3):
         password = r(12, ALNUM + "!#")
         found.append(
-            {"kind": "connection-string", "text": f"Server=db;Database=app;User Id=sa;Password={password};", "secret": password}
+            {
+                "kind": "connection-string",
+                "text": f"Server=db;Database=app;User Id=sa;Password={password};",
+                "secret": password,
+            }
         )
     key_body = r(64, ALNUM + "+/")
     found.append(

@@ -44,8 +44,14 @@ def load() -> list[dict]:
             own = turns.clean(m.text, m.speaker)
             text = (kept or turns.chunks(own) or [own])[0]
             rows.append(
-                {"session": key[0], "speaker": m.speaker, "answer": answer, "text": text, "rules": bool(kept),
-                 "keep": labels[key]}
+                {
+                    "session": key[0],
+                    "speaker": m.speaker,
+                    "answer": answer,
+                    "text": text,
+                    "rules": bool(kept),
+                    "keep": labels[key],
+                }
             )
     return rows
 
@@ -90,10 +96,7 @@ def main() -> None:
         "rules": scores(rules, y),
         "classifier_0.5": scores(probability >= 0.5, y),
         f"rules_with_veto_{memorable.VETO}": scores(rules & (probability >= memorable.VETO), y),
-        **{
-            f"rules_or_classifier_{t}": scores(rules | (probability >= t), y)
-            for t in (0.6, 0.7, 0.8, 0.9)
-        },
+        **{f"rules_or_classifier_{t}": scores(rules | (probability >= t), y) for t in (0.6, 0.7, 0.8, 0.9)},
         f"rules_with_veto_or_classifier_{memorable.ADMIT}": scores(
             (rules & (probability >= memorable.VETO)) | (probability >= memorable.ADMIT), y
         ),

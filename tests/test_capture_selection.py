@@ -61,7 +61,11 @@ def test_the_user_is_kept_when_stating_not_when_only_asking_or_requesting() -> N
     said = "In the past I've always created the online repo first, then cloned it - can you walk me through it?"
     assert [c.content for c in from_text(said, "user")] == [said]
     assert from_text("git@github.com:someone/some-repo.git", "user")[0].kind == "statement"
-    for asks in ("can you walk me through the manual testing steps?", "implement the enhanced export now", "it worked!"):
+    for asks in (
+        "can you walk me through the manual testing steps?",
+        "implement the enhanced export now",
+        "it worked!",
+    ):
         assert from_text(asks, "user") == [], asks
     pasted = "still no\n\n(venv) jim@box:/tmp/x$ tool -c\nNo conversation found to continue"
     assert from_text(pasted, "user") == []
@@ -81,7 +85,9 @@ def test_the_assistant_keeps_answers_and_conclusions_not_narration() -> None:
 def test_an_edit_keeps_its_telling_lines_and_where_they_are() -> None:
     state: dict = {}
     old = "def connect():\n    # connect to the database\n    host = 'localhost'\n"
-    new = "def connect():\n    # connect to the database on the shared host\n    host = 'db.internal'\n    port = 5433\n"
+    new = (
+        "def connect():\n    # connect to the database on the shared host\n    host = 'db.internal'\n    port = 5433\n"
+    )
     from_tool_use("Edit", {"file_path": "/p/db.py", "old_string": old, "new_string": new}, {}, state, "/p")
     (memory,) = edits_of_turn(state)
     assert memory.content.startswith("Edited db.py:\nin `def connect():`")
@@ -109,3 +115,36 @@ def test_precision_and_recall_on_the_labelled_sessions() -> None:
     assert seen["precision"] >= 0.9 and seen["recall"] >= 0.9, seen
     assert held_out["precision"] >= 0.8 and held_out["recall"] >= 0.8, held_out
     assert seen["session_summaries"] == held_out["session_summaries"] == 1
+
+
+def test_a_slash_command_template_is_not_the_users_words() -> None:
+    from spatial_memory.capture.transcript import text_turns
+
+    def entry(role: str, text: str, **extra) -> dict:
+        return {"type": role, "uuid": text[:8], "message": {"role": role, "content": text}, **extra}
+
+    entries = [
+        entry("user", "<command-message>init is analyzing</command-message>\n<command-name>/init</command-name>"),
+        entry("user", "Please analyze this codebase and create a notes file for future sessions."),
+        entry("assistant", "I'll analyze the codebase."),
+        entry("user", "<command-name>/cost</command-name>"),
+        entry("user", "<local-command-stdout>Total cost: $0.10</local-command-stdout>"),
+        entry("user", "We always deploy from the release branch."),
+    ]
+    said = [m.text for _, m in text_turns(entries) if m is not None]
+    assert said == ["I'll analyze the codebase.", "We always deploy from the release branch."]
+
+
+def test_the_memorability_classifier_is_small_and_needs_no_scikit_learn() -> None:
+    import subprocess
+    import sys
+
+    from spatial_memory.capture import memorable
+
+    assert memorable.WEIGHTS.stat().st_size < 16_000
+    code = (
+        "import sys, numpy as np; from spatial_memory.capture import memorable as m; "
+        "p = m.probability(np.zeros(384), 'We always deploy from the release branch.', 'user', False); "
+        "assert 0.0 <= p <= 1.0 and 'sklearn' not in sys.modules, p"
+    )
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 0

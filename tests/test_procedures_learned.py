@@ -92,7 +92,9 @@ def test_a_fix_repeated_within_one_session_does_not_confirm_it_and_is_no_new_mem
     s = Session(spool, project, "one")
     records = []
     for name in ("Order", "Invoice"):  # the same error fixed twice in one session
-        records += s.bash("pytest tests/test_orders.py", stderr=f"E   ImportError: cannot import name '{name}' from 'x'")
+        records += s.bash(
+            "pytest tests/test_orders.py", stderr=f"E   ImportError: cannot import name '{name}' from 'x'"
+        )
         records += s.edit("shop/orders.py", f"from .models import {name}")
         records += s.bash("pytest tests/test_orders.py", stdout="12 passed in 0.4s")
     records += s.fire("SessionEnd", reason="other")

@@ -507,7 +507,9 @@ def _written(content: str, config: bool) -> list[str]:
     if not lines:
         return []
     if config:
-        return ["\n".join(line for line in lines if _SETTING.match(line))[:MAX_EDIT_CHARS] or _first_meaningful(content)]
+        return [
+            "\n".join(line for line in lines if _SETTING.match(line))[:MAX_EDIT_CHARS] or _first_meaningful(content)
+        ]
     names = [m.group(1) for line in lines if (m := _DEFINES.match(line))]
     head = f"{len(lines)} lines" + (f"; defines {', '.join(dict.fromkeys(names[:12]))}" if names else "")
     opening = [line for line in lines[:16] if not line.startswith("#!") and not _IMPORT.match(line) and len(line) > 3]

@@ -50,7 +50,11 @@ _PATTERNS: tuple[tuple[str, str, int], ...] = (
     ("bearer", r"(?i)\b(?:bearer|token)\s+([A-Za-z0-9_\-.=:/+]{16,})", 1),
     ("basic-auth", r"(?i)\bauthorization:\s*basic\s+([A-Za-z0-9+/=]{8,})", 1),
     # Request headers that carry a credential under their own name.
-    ("header", r"(?im)^\s*(?:x-[\w-]*(?:token|key|secret|auth)[\w-]*|cookie|set-cookie|proxy-authorization)\s*:\s*(\S[^\r\n]{3,})", 1),
+    (
+        "header",
+        r"(?im)^\s*(?:x-[\w-]*(?:token|key|secret|auth)[\w-]*|cookie|set-cookie|proxy-authorization)\s*:\s*(\S[^\r\n]{3,})",
+        1,
+    ),
     # Command-line flags: --password xyz, -p'xyz' is too ambiguous to catch.
     ("flag", r"(?i)--(?:password|passwd|token|secret|api-key)[= ]\s*[\"']?([^\s\"']{4,})", 1),
 )
@@ -87,10 +91,13 @@ _PROSE_WORD = re.compile(r"[A-Za-z][a-z]*[.,]?")
 # A value that names where a secret is kept rather than holding it.
 _REFERENCE = re.compile(
     r"(?:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[[\"'][\w-]+[\"']\])+(?:\(\))?|\$\{?[A-Za-z_]\w*\}?|%\(?\w+\)?s?|\{\{[^}]*\}\}|"
-    r"[A-Za-z_]\w*\(\)|\d+(?:\.\d+)?|None|null|nil|true|false|True|False|undefined|<[\w -]+>|\*{3,}|x{4,}|\.{3}|…)[,;)]?"
+    r"[A-Za-z_]\w*\(\)|\d+(?:\.\d+)?|None|null|nil|true|false|True|False|undefined|"
+    r"<[\w -]+>|\*{3,}|x{4,}|\.{3}|…)[,;)]?"
 )
 # A literal that is a key to look the secret up by (a subscript, an environment or settings lookup).
-_ENV_LOOKUP = re.compile(r"(?i)(?:\[|(?:get|getenv|get_env|environ|env|fetch_env!?|fetch|secret|config|settings|vault)\s*\()\s*$")
+_ENV_LOOKUP = re.compile(
+    r"(?i)(?:\[|(?:get|getenv|get_env|environ|env|fetch_env!?|fetch|secret|config|settings|vault)\s*\()\s*$"
+)
 
 
 def _redact_assignment(match: re.Match[str]) -> str:
