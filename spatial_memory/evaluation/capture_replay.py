@@ -95,7 +95,7 @@ def replay_cursor(session: dict, workdir: Path) -> list[dict]:
 def _admitted(records: list[dict]) -> list[dict]:
     """The records the store keeps: candidate statements only when the classifier admits them
     (capture/store.py), scored with the bundled model's vectors."""
-    from ..capture import memorable
+    from ..capture import memorable  # numpy and the weights: only when scoring
     from ..embeddings import EmbeddingRouter  # only when there are candidates: the model is heavy
 
     candidates = [r for r in records if any(t.startswith("candidate") for t in r.get("tags", []))]
