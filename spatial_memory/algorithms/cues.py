@@ -164,11 +164,12 @@ def asks_question(texts: Iterable[str | None]) -> np.ndarray:
 
 
 # A memory that gives a cause or a fix, and one that only restates an error (a pasted traceback, a
-# failed command): between the two, the answer is the first.
+# failed command): between the two, the answer is the first. Diagnostic wording only: everyday
+# "because" or "it turned out" would move conversational recall (LoCoMo) for no reason.
 _ANSWER_FORM = re.compile(
     r"(?i)\broot\s+cause\b|\bthe\s+(?:fix|solution|cause|culprit|problem|issue|reason)\s+(?:is|was)\b|"
-    r"\b(?:fixed|solved|resolved)\s+(?:it\s+|this\s+)?(?:by|with)\b|\bcaused\s+by\b|\bturn(?:s|ed)\s+out\b|"
-    r"^fixed:|^to\s+fix\b|\bbecause\s+(?:the|it|of)\b|\bso\s+the\s+fix\b|\bthe\s+answer\s+(?:is|was)\b"
+    r"\b(?:fixed|solved|resolved)\s+(?:it\s+|this\s+)?(?:by|with)\b|\bcaused\s+by\b|"
+    r"^fixed:|^to\s+fix\b|\bso\s+the\s+fix\b"
 )
 _ECHO_FORM = re.compile(
     r"Traceback \(most recent call last\)|\b[A-Z]\w*(?:Error|Exception):|^Command `[^`]*` failed:|\bfatal:|"
