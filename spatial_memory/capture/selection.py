@@ -1,24 +1,30 @@
 """Which parts of a hook event are worth remembering, as `Captured` items (not yet redacted).
 
 Tool uses (speaker "tool"):
-  - a file edited or written: which file and the first changed line;
-  - a shell command that failed: the command and its first error line;
-  - a command that passes again after failing in this session: the fix, with the error it had
-    and the files edited in between (the most useful memory a session leaves);
+  - files edited or written: held in the session's state and kept when the turn ends, one memory
+    per file per turn (edits_of_turn) with its telling changed lines and the line naming where
+    they are (a configuration file: its settings; a new file: its size, names and opening lines);
+  - a shell command that failed (by its exit status when known, else by its output): the command
+    and its error with the lines that explain it;
+  - a command that passes again after failing in this session, or the same program and
+    subcommand run differently: the fix, with the error it had and the files edited in between
+    (the most useful memory a session leaves);
   - a commit or a dependency change that succeeded;
-  - nothing for reads, searches, listings, fetches or a command that simply passed.
+  - nothing for reads, searches, listings, fetches or a command that simply passed (the programs
+    a session runs are named in its summary).
 Procedures (kind "procedure", proposed at low confidence: services/procedures.py stores them
-captured, and live once they are seen to work again):
+captured, and live once they are seen to work again in another session):
   - fail-edit-pass: a command that failed, the edits after it, and the same command passing -
-    "to fix this error, do this"; the same error fixed again (in another session) confirms it;
+    "to fix this error, do this", named after the error and the command;
   - a routine: ROUTINE_LENGTH commands (not reads or listings) run one after the other, passing,
     in ROUTINE_SESSIONS sessions; seen in one more session, it is confirmed.
-Text (the user's prompts, the assistant's messages; speaker "user" / "assistant"): the
-statements text/extraction.py's pattern rules score at MIN_CONFIDENCE or above (decisions,
-preferences, root causes, requirements, explicit notes, ...), at most MAX_PER_MESSAGE of them.
+Text (the user's prompts, the assistant's messages; speaker "user" / "assistant"): whole turns,
+as capture/turns.py chooses them - what the person states, the assistant's answer at a turn's end
+and its conclusions, not narration; a turn the rules leave is spooled as a candidate that the
+store keeps only if the memorability classifier admits it (capture/memorable.py).
 
-These rules were written after tests/fixtures/hooks/labelled_session.json was labelled;
-benchmarks/capture_quality.py scores them against it.
+tests/fixtures/hooks/labelled_session.json was labelled before the first rules were written;
+benchmarks/capture_quality.py scores them against it, ../shared/eval/capture/ on real sessions.
 """
 
 from __future__ import annotations
@@ -30,8 +36,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from typing import Any
 
-MIN_CONFIDENCE = 0.5
-MAX_PER_MESSAGE = 4
 MIN_TEXT_CHARS = 20
 MAX_CONTENT_CHARS = 1300
 USER_IMPORTANCE = 0.7  # what the person said: requirements, facts, preferences, decisions
