@@ -3,9 +3,11 @@ computes anyway and a few cues of the text (who said it, whether it asks, narrat
 trained on hand-labelled turns of real sessions (benchmarks/train_memorable.py rebuilds
 memorable_weights.json; docs/BENCHMARKS.md has its leave-one-session-out precision and recall).
 
-It runs where the vector is known - when captures are stored (capture/store.py) - and only
-vetoes: a statement the rules kept whose probability of being worth keeping is below VETO is not
-stored. Pure numpy at run time (scikit-learn only trains it).
+It runs where the vector is known - when captures are stored (capture/store.py) - and admits a
+turn the rules left (a candidate) when its probability of being worth keeping is ADMIT or more;
+with another embedding model than the bundled one, no candidate is admitted. (VETO: the
+training script also reports the rules with a veto below it; the store does not veto.) Pure
+numpy at run time (scikit-learn only trains it).
 """
 
 from __future__ import annotations
@@ -59,10 +61,14 @@ def _model() -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
     )
 
 
-def probability(vector: np.ndarray, text: str, speaker: str, answer: bool) -> float:
-    """P(worth keeping) of a statement, from its embedding vector and its text."""
+def probability(vector: np.ndarray, text: str, speaker: str, answer: bool) -> float | None:
+    """P(worth keeping) of a statement, from its embedding vector (the bundled model's) and its
+    text; None when the vector is not of the model the weights were trained on (its size differs)."""
     coef, intercept, mean, scale = _model()
-    x = (features(vector, text, speaker, answer) - mean) / scale
+    x = features(vector, text, speaker, answer)
+    if x.shape != coef.shape:
+        return None
+    x = (x - mean) / scale
     return float(1.0 / (1.0 + math.exp(-(float(x @ coef) + intercept))))
 
 

@@ -13,6 +13,7 @@ import logging
 from datetime import datetime
 from typing import Any, NamedTuple
 
+from ..config import BUNDLED_MODEL
 from ..errors import ValidationError
 from ..storage.records import Conversation, NewMemory, Provenance
 from . import memorable
@@ -107,21 +108,23 @@ def _build(app: Any, records: list[dict[str, Any]]) -> list:
     for memory_record, record in zip(built, kept, strict=True):
         memory_record.id = record["id"]
         memory_record.provenance = provenance(record)  # one embedding call for the batch, origins per record
-    return [r for r, record in zip(built, kept, strict=True) if _admitted(r, record)]
+    bundled = getattr(getattr(app.resources, "settings", None), "embedding_model", BUNDLED_MODEL) == BUNDLED_MODEL
+    return [r for r, record in zip(built, kept, strict=True) if _admitted(r, record, bundled)]
 
 
-def _admitted(memory_record: Any, record: dict[str, Any]) -> bool:
+def _admitted(memory_record: Any, record: dict[str, Any], bundled: bool) -> bool:
     """A candidate statement (a turn the rules left) is stored only when the classifier finds it
-    worth keeping (memorable.ADMIT); everything else the rules chose is stored."""
+    worth keeping (memorable.ADMIT), which needs the bundled model's vectors; everything else the
+    rules chose is stored."""
     tags = record.get("tags") or []
     candidate = next((t for t in tags if t.startswith("candidate")), None)
     if candidate is None:
         return True
-    if memory_record.vector is None or not memorable.available():
+    if not bundled or memory_record.vector is None or not memorable.available():
         return False
     answer = candidate.endswith("-answer")
     chance = memorable.probability(memory_record.vector, record["content"], record.get("speaker") or "", answer)
-    return chance >= memorable.ADMIT
+    return chance is not None and chance >= memorable.ADMIT
 
 
 # Captures are statements found in a session, as extract finds them in a text.

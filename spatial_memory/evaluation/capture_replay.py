@@ -105,7 +105,8 @@ def _admitted(records: list[dict]) -> list[dict]:
     dropped = {
         r["id"]
         for r, v in zip(candidates, vectors)
-        if memorable.probability(v, r["content"], r["speaker"], "candidate-answer" in r["tags"]) < memorable.ADMIT
+        if (memorable.probability(v, r["content"], r["speaker"], "candidate-answer" in r["tags"]) or 0.0)
+        < memorable.ADMIT
     }
     return [r for r in records if r["id"] not in dropped]
 
