@@ -1,6 +1,7 @@
 """Hook latency: wall time of `python -m spatial_memory hook <event>` as the client sees it (a
 new process fed the recorded payload on stdin), p50 / p95 over --runs runs per event; and the
-time from a PostToolUse hook's exit to its memory being found by `recall`.
+time from a hook's exit to its memory being found by `recall` (an edit's memory is spooled when
+its turn ends: from the Stop hook that follows it).
 
 Two settings: no server running (SessionStart / UserPromptSubmit then open the store, and for a
 prompt load the model, in the hook, within its time budget), and a real server running on the
@@ -155,6 +156,10 @@ async def with_server(runs: int, store: Path, project: Path, transcript: Path) -
             payload["tool_input"]["new_string"] = f"value = compute_{marker}()"
             command = [sys.executable, "-m", "spatial_memory", "hook", "PostToolUse"]
             await anyio.to_thread.run_sync(timed, command, json.dumps(payload).encode(), env)
+            # An edit is one memory per file per turn, spooled when the turn ends: time from the Stop.
+            stop = load("claude_code", "Stop", project, transcript)
+            command = [sys.executable, "-m", "spatial_memory", "hook", "Stop"]
+            await anyio.to_thread.run_sync(timed, command, json.dumps(stop).encode(), env)
             start = time.perf_counter()
             while True:
                 found = await call(client, "hybrid_recall", {"query": marker, "alpha": 0.0, "limit": 3})

@@ -48,8 +48,10 @@ def test_backfill_twice_stores_once_with_secrets_redacted(app, tmp_path):
     assert second.records == first.records and second.stored == 0
     assert sorted(contents(app)) == sorted(stored)
     (memory,) = [r for r in app.resources.store().scan() if r.content.startswith("Fixed: `")][:1]
-    assert memory.memory_type == "conversation" and memory.provenance.via == "hook"
+    assert memory.memory_type == "fact" and memory.expires_at is None and memory.provenance.via == "hook"
     assert memory.metadata["capture_client"] == "claude-code"
+    failures = [r for r in app.resources.store().scan() if r.metadata.get("capture_kind") == "command_failed"]
+    assert failures and all(r.memory_type == "conversation" and r.expires_at is not None for r in failures)
 
 
 def test_project_and_since_select_transcripts(app, tmp_path):

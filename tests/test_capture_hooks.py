@@ -90,6 +90,7 @@ async def recall_until(client, query: str, namespace: str, wanted: str, deadline
     while True:
         found = data(await client.call_tool("recall", {"query": query, "namespace": namespace, "limit": 20}))
         hits = [m for m in found["memories"] if wanted in m["content"]]
+        hits.sort(key=lambda m: not m["content"].startswith(wanted))  # the memory itself, not a summary quoting it
         if hits:
             return hits[0]
         if time.monotonic() - start > deadline:
@@ -131,7 +132,8 @@ async def test_claude_code_hooks_end_to_end_to_recall(tmp_path: Path) -> None:
         )
         summary = await recall_until(client, "session summary", "project-my-proj", "Session summary")
         (full,) = data(await client.call_tool("get_memories", {"memory_ids": [hit["id"]]}))["memories"]
-    assert full["memory_type"] == "conversation" and full["source"] == "extracted"
+    assert full["memory_type"] == "fact" and full["source"] == "extracted"  # what the user said does not expire
+    assert full["expires_at"] is None
     assert full["provenance"] == {
         "via": "hook",
         "client": "claude-code",
@@ -233,6 +235,9 @@ async def test_a_hook_firing_while_a_server_holds_the_store(tmp_path: Path) -> N
         release.set()
         holder.join()
         assert done.returncode == 0 and took < 3.0, (took, done.stderr)
+        # An edit is one memory per file per turn: it is spooled when the turn ends.
+        ended = await anyio.to_thread.run_sync(run_hook, "Stop", payloads["Stop"], settings.path)
+        assert ended.returncode == 0, ended.stderr
         await recall_until(client, "edited billing db.py", "project-my-proj", "Edited billing/db.py")
 
 
@@ -265,6 +270,10 @@ async def test_several_sessions_capture_into_one_store_at_once(tmp_path: Path) -
                 return [r.returncode for r in pool.map(lambda e: run_hook("PostToolUse", e, settings.path), events)]
 
         assert set(await anyio.to_thread.run_sync(fire_all)) == {0}
+        # The edits wait in each session's state (updated by six hooks at once) for their turn's end.
+        stops = [{**events[p * 6], "hook_event_name": "Stop", "stop_hook_active": False} for p in range(3)]
+        for stop in stops:
+            assert (await anyio.to_thread.run_sync(run_hook, "Stop", stop, settings.path)).returncode == 0
         deadline = time.monotonic() + 15
         while True:
             counts = {}
@@ -291,7 +300,7 @@ def test_ingest_retried_after_a_crash_stores_nothing_twice(tmp_path: Path, monke
     project = make_project(tmp_path)
     payloads = fixture("claude_code", project, tmp_path / "t.jsonl")
     spool = Spool(settings.path)
-    for name in ("UserPromptSubmit", "PostToolUse_Edit", "PostToolUse_Bash_failed"):
+    for name in ("UserPromptSubmit", "PostToolUse_Edit", "PostToolUse_Bash_failed", "Stop"):
         event = parse(name.split("_")[0], json.dumps(payloads[name]))
         capture(event, spool, "ns")
     app = App(Resources(settings, HashEmbedder()))

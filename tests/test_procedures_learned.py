@@ -85,6 +85,35 @@ def test_a_captured_fail_edit_pass_becomes_a_procedure_then_a_skill(app, project
     assert procedures(app)[0][1].executions == 1
 
 
+def test_a_fix_repeated_within_one_session_does_not_confirm_it_and_is_no_new_memory(app, project, settings):
+    from spatial_memory.capture.store import store_captured
+
+    spool = Spool(settings.path)
+    s = Session(spool, project, "one")
+    records = []
+    for name in ("Order", "Invoice"):  # the same error fixed twice in one session
+        records += s.bash(
+            "pytest tests/test_orders.py", stderr=f"E   ImportError: cannot import name '{name}' from 'x'"
+        )
+        records += s.edit("shop/orders.py", f"from .models import {name}")
+        records += s.bash("pytest tests/test_orders.py", stdout="12 passed in 0.4s")
+    records += s.fire("SessionEnd", reason="other")
+    before = app.resources.store().count()
+    done = store_captured(app, records)
+    assert done.memories == app.resources.store().count() - before and done.confirmed == 0
+    ((_, procedure),) = procedures(app)
+    assert procedure.status == "captured" and procedure.executions == 0
+    assert procedure.name.startswith("fix ImportError")  # named from the error, not the output's first line
+    other = Session(spool, project, "two")
+    more = other.bash("pytest tests/test_orders.py", stderr="E   ImportError: cannot import name 'Cart' from 'x'")
+    more += other.edit("shop/orders.py", "from .models import Cart")
+    more += other.bash("pytest tests/test_orders.py", stdout="12 passed in 0.4s")
+    before = app.resources.store().count()
+    done = store_captured(app, more + other.fire("SessionEnd", reason="other"))
+    assert done.confirmed == 1 and done.memories == app.resources.store().count() - before  # a new version
+    assert procedures(app)[0][1].status == "live"
+
+
 def test_a_rerun_without_edits_is_not_a_procedure(app, project, settings):
     spool = Spool(settings.path)
     s = Session(spool, project, "flaky")

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from spatial_memory.algorithms import ranking
+from spatial_memory.algorithms.cues import answer_forms
 from spatial_memory.algorithms.ranking import CandidateArrays, DatePeriod, QueryFeatures, RankingParams, rank
 
 # Every term off: rank reduces to alpha * v + (1 - alpha) * k, so each test can switch on the one it checks.
@@ -518,3 +519,15 @@ def test_text_features_equal_the_functions_and_survive_forgetting():
         for g, e in zip(got, expected, strict=True):
             assert g.dtype == e.dtype and np.array_equal(g, e, equal_nan=True)
     assert [a.shape for a in features.of([])] == [(0,), (0,), (0,), (0,)]
+
+
+def test_a_cause_or_fix_ranks_above_a_memory_that_restates_the_error() -> None:
+    texts = [
+        "Command `mix test` failed: ** (RuntimeError) no :secret_key_base configuration found",
+        "The root cause was the missing secret_key_base in config/test.exs; adding it fixed mix test",
+    ]
+    cands = CandidateArrays.from_texts([0.6, 0.6], texts, [5.0, 5.0], form=answer_forms(texts))
+    order, _ = rank(ranking.query_features("why did mix test fail with secret_key_base", []), cands)
+    assert order[0] == 1
+    plain = CandidateArrays.from_texts([0.6, 0.6], texts, [5.0, 5.0])  # no form known: no form term
+    assert plain.form is None and len(rank(ranking.query_features("why", []), plain)[0]) == 2

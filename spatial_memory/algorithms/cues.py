@@ -163,6 +163,29 @@ def asks_question(texts: Iterable[str | None]) -> np.ndarray:
     return np.array(["?" in (t or "") for t in texts], dtype=bool)
 
 
+# A memory that gives a cause or a fix, and one that only restates an error (a pasted traceback, a
+# failed command): between the two, the answer is the first. Diagnostic wording only: everyday
+# "because" or "it turned out" would move conversational recall (LoCoMo) for no reason.
+_ANSWER_FORM = re.compile(
+    r"(?i)\broot\s+cause\b|\bthe\s+(?:fix|solution|cause|culprit|problem|issue|reason)\s+(?:is|was)\b|"
+    r"\b(?:fixed|solved|resolved)\s+(?:it\s+|this\s+)?(?:by|with)\b|\bcaused\s+by\b|"
+    r"^fixed:|^to\s+fix\b|\bso\s+the\s+fix\b"
+)
+_ECHO_FORM = re.compile(
+    r"Traceback \(most recent call last\)|\b[A-Z]\w*(?:Error|Exception):|^Command `[^`]*` failed:|\bfatal:|"
+    r"\bcommand not found\b|\bNo such file or directory\b|\bnpm ERR!|\berror(?:\[\w+\])?:"
+)
+
+
+def answer_forms(texts: Iterable[str | None]) -> np.ndarray:
+    """Per text: 1 when it states a cause or a fix, -1 when it only restates an error, else 0."""
+    out = []
+    for text in texts:
+        text = text or ""
+        out.append(1.0 if _ANSWER_FORM.search(text) else -1.0 if _ECHO_FORM.search(text) else 0.0)
+    return np.array(out, dtype=np.float64)
+
+
 def word_counts(texts: Iterable[str | None]) -> np.ndarray:
     """Per text: its length in whitespace-separated words."""
     return np.array([len((t or "").split()) for t in texts], dtype=np.float64)
@@ -176,6 +199,17 @@ class TextFeatures:
     def __init__(self, max_texts: int = 50_000) -> None:
         self._max = max_texts
         self._known: dict[str | None, tuple[float, bool, bool, float]] = {}
+        self._forms: dict[str | None, float] = {}
+
+    def forms(self, texts: Sequence[str | None]) -> np.ndarray:
+        """`answer_forms` of the texts, each distinct text worked out once (as `of`)."""
+        known = self._forms
+        new = [t for t in dict.fromkeys(texts) if t not in known]
+        if new:
+            if len(known) + len(new) > self._max:
+                known = self._forms = {}
+            known.update(zip(new, answer_forms(new).tolist()))
+        return np.array([known[t] for t in texts], dtype=np.float64)
 
     def of(self, texts: Sequence[str | None]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(words, question, time_ref, stated_at) per text, as the four functions give them."""

@@ -18,6 +18,7 @@ Score of a candidate (each term is within [0, 1] before its weight; defaults in 
     score = alpha * v + (1 - alpha) * k
           + cue_weight     * (speaker cue + time cue + date cue)
           + prior_weight   * (length factor - asks a question)
+          + form_weight    * (states a cause or fix: 1; only restates an error: -1)
           + session_weight * best other score in the same session / best score           (structure)
 
 Why each term:
@@ -38,6 +39,8 @@ Why each term:
   it or up to `date_slack_days` after it (people tell of an event after it happened). A memory without
   occurred_at whose text opens with a dated stamp ("(8 May, 2023) ...") occurred on that date.
 - Prior: long memories carry the facts asked about; short ones and questions ("How was it?") rarely do.
+- Answer form: a developer's question about an error is answered by the memory that names its cause or
+  fix, not by the pasted error or the failed command that restate it (and share its words).
 - Session support: the memories asked about cluster in sessions; a candidate whose session holds another
   strong candidate gains a little.
 
@@ -146,6 +149,8 @@ class CandidateArrays:
         the date cue reads it where occurred_at is unknown.
     vectors: the candidates' unit embedding vectors (n x d), or None; used only for memories without
         conversation structure (their neighbours in meaning stand in for their neighbours in the conversation).
+    form: per memory, 1 when its text states a cause or a fix, -1 when it only restates an error
+        (`cues.answer_forms`), 0 otherwise; None = unknown (no form term).
     """
 
     similarity: np.ndarray
@@ -159,6 +164,7 @@ class CandidateArrays:
     time_ref: np.ndarray
     stated_at: np.ndarray
     vectors: np.ndarray | None = None
+    form: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.similarity.shape[0])
@@ -178,6 +184,7 @@ class CandidateArrays:
         time_ref: Sequence[bool] | np.ndarray | None = None,
         stated_at: Sequence[float] | np.ndarray | None = None,
         vectors: np.ndarray | None = None,
+        form: Sequence[float] | np.ndarray | None = None,
     ) -> CandidateArrays:
         """Arrays from per-candidate values; None = unknown for every candidate. `session` may hold ints
         (negative = unknown) or ids of any hashable kind such as "conv-26/S3" (None = unknown)."""
@@ -204,6 +211,7 @@ class CandidateArrays:
             time_ref=_bools(time_ref, n, "time_ref"),
             stated_at=_floats(stated_at, n, "stated_at"),
             vectors=_vectors(vectors, n),
+            form=None if form is None else _floats(form, n, "form"),
         )
 
     @classmethod
@@ -256,6 +264,8 @@ class RankingParams:
     semantic_share: for a memory without conversation structure, the share of the keyword score of the
         most similar keyword hit it receives, scaled by how far their cosine similarity exceeds
         semantic_floor (needs CandidateArrays.vectors).
+    form_weight: weight of the answer form (CandidateArrays.form): between a memory that restates an error
+        or a question and one that states its cause or fix, recall prefers the second.
     """
 
     alpha: float = 0.5
@@ -270,6 +280,7 @@ class RankingParams:
     reply_share: float = 0.3
     semantic_share: float = 0.5
     semantic_floor: float = 0.3
+    form_weight: float = 0.1
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.alpha <= 1.0:
@@ -278,7 +289,14 @@ class RankingParams:
             raise ValueError("keyword_power must be > 0")
         if any(w < 0 for w in (*self.after, *self.before)):
             raise ValueError("neighbour shares must be >= 0")
-        weights = (self.cue_weight, self.prior_weight, self.session_weight, self.reply_share, self.semantic_share)
+        weights = (
+            self.cue_weight,
+            self.prior_weight,
+            self.session_weight,
+            self.reply_share,
+            self.semantic_share,
+            self.form_weight,
+        )
         if min(*weights, self.date_slack_days) < 0:
             raise ValueError("weights must be >= 0")
         if not -1.0 <= self.semantic_floor < 1.0:
@@ -480,6 +498,9 @@ def rank(
         length = np.clip(np.log(words / lo) / math.log(hi / lo), 0.0, 1.0)
         length[~np.isfinite(c.words)] = 0.0
         score += p.prior_weight * (length - c.question)
+
+    if p.form_weight > 0 and c.form is not None:
+        score += p.form_weight * c.form
 
     if p.session_weight > 0 and (c.session >= 0).any():
         score += p.session_weight * _session_support(score, c.session)

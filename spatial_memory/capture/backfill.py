@@ -37,7 +37,7 @@ from . import payloads as p
 from .hook import records_of, selected
 from .namespace import project_namespace, sanitise
 from .session_state import _fresh
-from .transcript import Message, _message, _text_of
+from .transcript import Message, _text_of, text_turns
 
 BATCH = 500  # records stored per commit (one embedding call each)
 _NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
@@ -165,15 +165,17 @@ def replay(
         if cutoff is None or at[:19] >= cutoff:
             records.extend(records_of(found, source, namespace))
 
-    for entry in entries:
+    turn: list[Message] = []  # the text of the turn under way: read when it ends, as the Stop hook reads it
+    for entry, message in text_turns(entries):
         at = entry["timestamp"] if isinstance(entry.get("timestamp"), str) else fallback
         if at is not fallback:
             stamps.append(at)
-        message = _message(entry)
         if message is not None:
-            message = Message(message.speaker, message.text, message.ref, message.timestamp or at)
-            source = event(p.OTHER, "Stop")
-            keep(selected(source, state, project_root, namespace, [message]), at, source)
+            if message.speaker == "user" and turn:  # a new prompt: the turn before it has ended
+                source = event(p.STOP, "Stop")
+                keep(selected(source, state, project_root, namespace, turn), turn[-1].timestamp or at, source)
+                turn = []
+            turn.append(Message(message.speaker, message.text, message.ref, message.timestamp or at))
         body = entry.get("message") if isinstance(entry.get("message"), dict) else entry
         blocks = body.get("content") if isinstance(body.get("content"), list) else []
         for block in blocks:
@@ -195,7 +197,9 @@ def replay(
                 keep(selected(source, state, project_root, namespace), at, source)
     last = max(stamps) if stamps else fallback
     end = event(p.SESSION_END, "SessionEnd")
-    found = selected(end, state, project_root, namespace, date=last[:10], routines={} if routines is None else routines)
+    found = selected(
+        end, state, project_root, namespace, turn, date=last[:10], routines={} if routines is None else routines
+    )
     keep(found, last, end)
     return records
 
@@ -205,6 +209,8 @@ def _response(entry: dict[str, Any], block: dict[str, Any]) -> Any:
     result block's text with its error flag as an exit status."""
     structured = entry.get("toolUseResult")
     if isinstance(structured, dict):
+        if not any(key in structured for key in ("exit_code", "exitCode", "returncode", "return_code")):
+            structured = {**structured, "exit_code": 1 if block.get("is_error") else 0}  # the result says
         return structured
     return {"output": _text_of(block.get("content")), "exit_code": 1 if block.get("is_error") else 0}
 
@@ -235,10 +241,11 @@ class Progress:
 class BackfillResult:
     transcripts: int
     records: int
-    stored: int
+    stored: int  # new memories in the store (procedures included)
     seconds: float
     root: Path | None = None  # where the transcripts were looked for
     on_disk: int = 0  # transcripts there before --project and --since chose among them
+    confirmed: int = 0  # procedures seen to work again: new versions of stored ones, not new memories
 
     def describe(self, client: str) -> str:
         """What happened and, when nothing could be read, why and what to do: one line for a person."""
@@ -253,9 +260,10 @@ class BackfillResult:
         if self.transcripts == 0:
             chosen = f"; {self.on_disk} there, none matching --project / --since" if self.on_disk else ""
             return f"no transcripts found in {where}{chosen}. Nothing was stored."
+        confirmed = f"; {self.confirmed} procedures confirmed, not new memories" if self.confirmed else ""
         return (
-            f"{self.transcripts} transcripts read from {where}: {self.records} captures, {self.stored} new "
-            f"memories stored ({self.records - self.stored} already stored or repeated) in {self.seconds:.1f} s"
+            f"{self.transcripts} transcripts, {self.records} captures, {self.stored} new memories stored in "
+            f"{self.seconds:.1f} s (read from {where}{confirmed})"
         )
 
 
@@ -278,7 +286,7 @@ def backfill(
     found = transcripts(client, home, since=since, project=project)
     on_disk = len(found) if found or (since is None and project is None) else len(transcripts(client, home))
     progress = progress or Progress(len(found))
-    records = stored = 0
+    records = stored = confirmed = 0
     batch: list[dict[str, Any]] = []
     routines: dict[str, Any] = {}  # across this history, oldest session first, as the hooks saw them
     for done, transcript in enumerate(found, 1):
@@ -286,13 +294,15 @@ def backfill(
         records += len(replayed)
         batch += replayed
         while len(batch) >= BATCH:
-            stored += store_captured(app, batch[:BATCH])
+            done_now = store_captured(app, batch[:BATCH])
+            stored, confirmed = stored + done_now.memories, confirmed + done_now.confirmed
             del batch[:BATCH]
         progress.update(done, stored)
     if batch:
-        stored += store_captured(app, batch)
+        done_now = store_captured(app, batch)
+        stored, confirmed = stored + done_now.memories, confirmed + done_now.confirmed
     seconds = time.perf_counter() - started
-    return BackfillResult(len(found), records, stored, seconds, transcripts_root(client, home), on_disk)
+    return BackfillResult(len(found), records, stored, seconds, transcripts_root(client, home), on_disk, confirmed)
 
 
 def parse_since(value: str) -> datetime:

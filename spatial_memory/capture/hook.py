@@ -23,7 +23,7 @@ from ..text.secrets import redact, redact_value
 from . import payloads as p
 from .namespace import project_namespace, project_root
 from .records import now_iso, to_record
-from .selection import from_text, from_tool_use, remember_highlights, session_summary
+from .selection import edits_of_turn, from_text, from_tool_use, remember_highlights, session_summary
 from .selection import routines as find_routines
 from .session_state import routines_seen, session_state
 from .spool import Spool
@@ -109,14 +109,23 @@ def selected(
         items += from_text(redact(event.prompt), "user", occurred_at=now_iso())
     elif event.kind in (p.TOOL_USE, p.FILE_EDIT, p.SHELL):
         response = redact_value(_bounded(event.tool_response))
-        found = from_tool_use(event.tool_name, redact_value(event.tool_input), response, state, project)
+        found = from_tool_use(
+            event.tool_name, redact_value(event.tool_input), response, state, project, event.tool_use_id
+        )
         for item in found:
             item.ref = event.tool_use_id
         items += found
     elif event.kind == p.ASSISTANT_TEXT and event.text:
         items += from_text(redact(event.text), "assistant", ref=event.tool_use_id, occurred_at=now_iso())
-    for m in messages:
-        items += from_text(redact(m.text), m.speaker, ref=m.ref, occurred_at=m.timestamp)
+    turn_ends = event.kind in (p.STOP, p.SESSION_END, p.PRE_COMPACT)
+    last_answer = max((i for i, m in enumerate(messages) if m.speaker == "assistant"), default=-1)
+    for i, m in enumerate(messages):
+        # The assistant's last message when a turn ends is its answer; a user message after it
+        # would mean the turn had not ended there.
+        final = turn_ends and event.kind != p.PRE_COMPACT and i == last_answer
+        items += from_text(redact(m.text), m.speaker, ref=m.ref, occurred_at=m.timestamp, final=final)
+    if turn_ends:
+        items += edits_of_turn(state)
     remember_highlights(state, items)
     if event.kind == p.SESSION_END:
         summary = session_summary(state, namespace, date or now_iso()[:10])

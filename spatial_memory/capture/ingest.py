@@ -37,7 +37,7 @@ def ingest_once(app: Any, spool: Spool) -> tuple[int, int]:
     records = [record for claim in claims for record in spool.read(claim)]
     stored = 0
     for start in range(0, len(records), MAX_RECORDS):
-        stored += store_captured(app, records[start : start + MAX_RECORDS])
+        stored += store_captured(app, records[start : start + MAX_RECORDS]).memories
     for claim in claims:
         spool.done(claim)
     if stored:

@@ -53,6 +53,8 @@ def to_record(
     }
     if item.ref:
         metadata["capture_ref"] = item.ref
+    if item.also:
+        metadata["capture_refs"] = [item.ref, *item.also]
     if tool_name and item.speaker == "tool":
         metadata["capture_tool"] = tool_name
     record = {

@@ -15,11 +15,22 @@ import json
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
     from typing import Any
 
 MAX_READ_BYTES = 4 << 20  # one hook reads at most this much; the next one goes on from there
 # Messages the client writes on the user's behalf (slash commands, their output, reminders).
-_MACHINE_PREFIXES = ("<command-", "<local-command", "<system-reminder", "Caveat:", "[Request interrupted")
+_MACHINE_PREFIXES = (
+    "<command-",
+    "<local-command",
+    "<system-reminder",
+    "<task-notification",
+    "<bash-",
+    "<user-prompt-submit-hook",
+    "Caveat:",
+    "[Request interrupted",
+)
+_COMMAND = "<command-name>"  # a slash command: the user message after it is the command's template
 
 
 class Message(NamedTuple):
@@ -38,16 +49,36 @@ def read_since(path: str, offset: int) -> tuple[list[Message], int]:
     except OSError:
         return [], offset
     end = chunk.rfind(b"\n") + 1  # complete lines only
-    messages = []
+    entries = []
     for line in chunk[:end].splitlines():
         try:
             entry = json.loads(line)
         except (json.JSONDecodeError, UnicodeDecodeError):
             continue
-        message = _message(entry) if isinstance(entry, dict) else None
-        if message is not None:
-            messages.append(message)
+        if isinstance(entry, dict):
+            entries.append(entry)
+    messages = [m for _, m in text_turns(entries) if m is not None]
     return messages, offset + end
+
+
+def text_turns(entries: Iterable[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], Message | None]]:
+    """Each entry with its text turn (None when it has none). A slash command's expansion - the
+    user message written right after a `<command-name>` entry - is the command's template, not
+    the user's words: it has none."""
+    expansion = False
+    for entry in entries:
+        message = _message(entry)
+        if message is None:
+            body = entry.get("message") if isinstance(entry.get("message"), dict) else entry
+            text = _text_of(body.get("content", body.get("text")))
+            if text:  # the command itself, or what answered it (its output, a summary)
+                expansion = _COMMAND in text[:300]
+            yield entry, None
+            continue
+        if message.speaker == "user" and expansion:
+            message = None
+        expansion = False
+        yield entry, message
 
 
 def _message(entry: dict[str, Any]) -> Message | None:

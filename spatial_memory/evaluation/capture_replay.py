@@ -92,6 +92,25 @@ def replay_cursor(session: dict, workdir: Path) -> list[dict]:
     return records
 
 
+def _admitted(records: list[dict]) -> list[dict]:
+    """The records the store keeps: candidate statements only when the classifier admits them
+    (capture/store.py), scored with the bundled model's vectors."""
+    from ..capture import memorable  # numpy and the weights: only when scoring
+    from ..embeddings import EmbeddingRouter  # only when there are candidates: the model is heavy
+
+    candidates = [r for r in records if any(t.startswith("candidate") for t in r.get("tags", []))]
+    if not candidates:
+        return records
+    vectors = EmbeddingRouter().embed_documents([r["content"] for r in candidates])
+    dropped = {
+        r["id"]
+        for r, v in zip(candidates, vectors)
+        if (memorable.probability(v, r["content"], r["speaker"], "candidate-answer" in r["tags"]) or 0.0)
+        < memorable.ADMIT
+    }
+    return [r for r in records if r["id"] not in dropped]
+
+
 def _norm(text: str) -> str:
     return " ".join(text.replace("**", "").split())
 
@@ -102,7 +121,7 @@ def evaluate(session: dict | None = None) -> dict:
         records = replay(session, Path(tmp))
     units = session["units"]
     by_id = {u["id"]: u for u in units}
-    stored = list({r["id"]: r for r in records}.values())  # ingest stores each id once
+    stored = _admitted(list({r["id"]: r for r in records}.values()))  # ingest stores each id once
     captured: dict[str, list[str]] = {}
     unmatched = []
     for record in stored:
@@ -110,6 +129,9 @@ def evaluate(session: dict | None = None) -> dict:
             continue
         ref = record["metadata"].get("capture_ref")
         unit = by_id.get(ref) if ref else None
+        for other in record["metadata"].get("capture_refs", [])[1:]:  # one memory of several edits
+            if other in by_id:
+                captured.setdefault(other, []).append(record["content"])
         if unit is None:
             content = _norm(record["content"])
             unit = next((u for u in units if u["kind"] == "message" and content in _norm(u["text"])), None)

@@ -89,7 +89,9 @@ def synthetic_history(home: Path, turns: int, *, sessions: int | None = None, se
                     use = [{"type": "tool_use", "id": tool_id, "name": "Bash", "input": {"command": command}}]
                     result = {"stdout": stdout, "stderr": stderr, "interrupted": False, "isImage": False}
                     failing = command if fails else None
+                    failed = fails
                 else:
+                    failed = False
                     path = f"{project}/{words['area']}/{words['table']}.py"
                     new = f"from .{words['table']} import {words['table'].title()}Model"
                     use = [
@@ -104,6 +106,8 @@ def synthetic_history(home: Path, turns: int, *, sessions: int | None = None, se
                 lines.append(_entry("assistant", use, at, str(project), session, n))
                 n += 1
                 block = [{"type": "tool_result", "tool_use_id": tool_id, "content": json.dumps(result)}]
+                if failed:  # as Claude Code marks a command that exited non-zero
+                    block[0]["is_error"] = True
                 lines.append(_entry("user", block, at, str(project), session, n, toolUseResult=result))
             n += 1
         written += n

@@ -157,15 +157,16 @@ class ProcedureService(Service):
             self._rewrite(store, record, retired, provenance or Provenance(via="deprecate_skill"))
         return DeprecateSkillResult(procedure_id=record.id, status="deprecated", reason=reason)
 
-    def capture_proposals(self, proposals: Sequence[tuple[dict[str, Any], Provenance]]) -> int:
+    def capture_proposals(self, proposals: Sequence[tuple[dict[str, Any], Provenance]]) -> tuple[int, int]:
         """Procedures the hooks proposed (capture/selection.py), as spool records with a `procedure`:
         a new one is stored captured (low confidence, under the record's deterministic id); one whose
         fingerprint a procedure of the namespace already has is that procedure seen to work again -
         one more successful run, which makes a captured procedure live. A record already counted
-        (backfill run twice, a claim retried) changes nothing. Returns how many were stored or
-        confirmed. Each proposal comes with the provenance of its capture."""
+        (backfill run twice, a claim retried) changes nothing. Returns how many were stored (new
+        memories) and how many confirmed (by another session than the one that last saw it). Each
+        proposal comes with the provenance of its capture."""
         store = self._resources.store()
-        changed = 0
+        stored = confirmed = 0
         with store.exclusive():
             known: dict[tuple[str, str], tuple[MemoryRecord, Procedure]] = {}
             for namespace in {p["namespace"] for p, _ in proposals}:
@@ -179,6 +180,8 @@ class ProcedureService(Service):
                     record, procedure = known[key]
                     if proposal["id"] == record.id or proposal["id"] in procedure.seen:
                         continue
+                    if _same_session(record, proposal):  # confirmed by another session only
+                        continue
                     if record.vector is None:  # listed without it; a new version keeps it
                         record = store.get(record.id, with_vector=True) or record
                     ran = replace(
@@ -186,17 +189,14 @@ class ProcedureService(Service):
                     )
                     ran = replace(ran, seen=ran.seen[-KEPT_SEEN:])
                     known[key] = (self._rewrite(store, record, ran, origin), ran)
+                    confirmed += 1
                 elif store.get(proposal["id"]) is None:
                     record = self._proposal_record(proposal, origin)
                     if record is not None:
                         store.add([record])
                         known[key] = (record, Procedure.from_metadata(record.metadata))
-                    else:
-                        continue
-                else:
-                    continue
-                changed += 1
-        return changed
+                        stored += 1
+        return stored, confirmed
 
     def _proposal_record(self, proposal: dict[str, Any], origin: Provenance) -> MemoryRecord | None:
         body = proposal["procedure"]
@@ -324,3 +324,11 @@ def _text(field: str, value: Any) -> str:
     if len(value) > MAX_TEXT:
         raise ValidationError(f"{field} is {len(value):,} characters; at most {MAX_TEXT:,}")
     return value
+
+
+def _same_session(record: MemoryRecord, proposal: dict[str, Any]) -> bool:
+    """Whether a proposal comes from the session that last proposed or confirmed the procedure: a
+    fix repeated within one session shows it was needed twice, not that it works elsewhere."""
+    session = proposal.get("session_id")
+    last = record.provenance.session_id if record.provenance is not None else None
+    return bool(session) and session == last

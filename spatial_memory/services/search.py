@@ -364,6 +364,7 @@ def _rank(
         time_ref=time_ref,
         stated_at=stated_at,
         vectors=candidates.vectors,
+        form=text_features.forms(candidates.content),
     )
     speakers = {s for s in candidates.speaker if s}
     params = dataclasses.replace(DEFAULT_PARAMS, alpha=float(alpha))
