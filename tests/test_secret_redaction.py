@@ -127,3 +127,16 @@ async def test_no_write_path_stores_a_secret(client, settings, caplog):
     for secret in secrets:
         for where, content in places.items():
             assert secret.encode() not in content, f"{secret!r} reached {where}"
+
+
+@pytest.mark.parametrize("unit", ["x", "ab_", "token", "a.b-", "x=1 "])
+def test_redaction_of_long_text_never_hangs(unit):
+    """A long run of key-like characters once sent the assignment rule's free-starting lazy prefix
+    quadratic (a 100,001-character content spent minutes in redact). A separate process with a
+    bound far above a linear pass: a hang, not a speed figure, fails it."""
+    import subprocess
+    import sys
+
+    code = "import sys; from spatial_memory.text.secrets import redact; redact(sys.stdin.read())"
+    text = unit * (200_000 // len(unit))
+    subprocess.run([sys.executable, "-c", code], input=text, text=True, timeout=30, check=True)

@@ -69,7 +69,9 @@ _SECRET_NAME = (
     r"client[_-]?secret|auth|credentials?|signing[_-]?key|encryption[_-]?key|salt)"
 )
 _ASSIGNMENT = (
-    r"(?i)([\w.-]*?)(?:\b|_|(?-i:(?<=[a-z])(?=[A-Z])))" + _SECRET_NAME + r"(\w*)[\"']?"
+    # The key starts where a name starts and is at most 80 characters before the secret's name:
+    # a lazy prefix free to start anywhere made a long run of word characters quadratic.
+    r"(?i)(?<![\w.-])([\w.-]{0,80}?)(?:\b|_|(?-i:(?<=[a-z])(?=[A-Z])))" + _SECRET_NAME + r"(\w*)[\"']?"
     r"(?:\s*:\s*[A-Za-z_][\w.\[\], |]{0,40}?(?=\s*=))?"  # a type annotation: `token: str = ...`
     r"\s*(=>|:=|[:=])\s*"
     r"(?!(?:bearer|basic|token)\s)(?!\[REDACTED)"
