@@ -30,7 +30,8 @@ log = logging.getLogger(__name__)
 
 
 class Embedder(Protocol):
-    model_id: str
+    @property
+    def model_id(self) -> str: ...
 
     @property
     def dimension(self) -> int: ...
@@ -65,7 +66,7 @@ class Resources:
                 threads=settings.embedding_threads,
                 openai_api_key=settings.openai_api_key.get_secret_value() if settings.openai_api_key else None,
             )
-        self.embedder = embedder
+        self.embedder: Embedder = embedder
         self._store: MemoryStore | None = None
         self._store_lock = threading.Lock()
         self.upkeep = Upkeep(
