@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal
+from datetime import datetime
+from typing import Annotated, Any, Literal, overload
 
 from pydantic import BaseModel, Field
 
@@ -30,13 +31,13 @@ class ContextMemory(BaseModel):
     occurred_at: str | None = None
 
     @classmethod
-    def of(cls, record: MemoryRecord, offset: int) -> ContextMemory:
+    def of(cls, record: MemoryRecord, offset: int, sequence: int) -> ContextMemory:
         c = record.conversation
         return cls(
             id=record.id,
             content=record.content,
             offset=offset,
-            sequence=c.sequence,
+            sequence=sequence,
             speaker=c.speaker,
             occurred_at=iso(c.occurred_at) if c.occurred_at is not None else None,
         )
@@ -338,7 +339,19 @@ class RenameNamespaceResult(BaseModel):
     message: str
 
 
-def timestamp(value: Any) -> str | None:
+@overload
+def timestamp(value: None) -> None: ...
+
+
+@overload
+def timestamp(value: datetime) -> str: ...
+
+
+@overload
+def timestamp(value: datetime | None) -> str | None: ...
+
+
+def timestamp(value: datetime | None) -> str | None:
     return iso(value) if value is not None else None
 
 
