@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import argparse
@@ -293,7 +293,7 @@ def _add_transport_options(parser: argparse.ArgumentParser) -> None:
     import argparse
 
     # SUPPRESS: an option left out sets nothing, so `--port 1 serve` keeps the port given before `serve`.
-    given = {"default": argparse.SUPPRESS}
+    given: dict[str, Any] = {"default": argparse.SUPPRESS}
     parser.add_argument(
         "--transport", choices=["stdio", "http"], help="default: SPATIAL_MEMORY_TRANSPORT, stdio", **given
     )

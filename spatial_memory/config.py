@@ -49,14 +49,14 @@ class Settings(BaseSettings):
         "imports, and the capture spool.",
     )
     embedding_model: str = Field(
-        BUNDLED_MODEL,
+        default=BUNDLED_MODEL,
         description="all-MiniLM-L6-v2 (bundled), any sentence-transformers name or local path, or openai:<model>.",
     )
     embedding_backend: Literal["auto", "onnx", "sentence-transformers"] = Field(
-        "auto", description="auto = onnxruntime for the bundled model, sentence-transformers otherwise."
+        default="auto", description="auto = onnxruntime for the bundled model, sentence-transformers otherwise."
     )
     embedding_precision: Literal["auto", "fp32", "int8-row", "int8"] = Field(
-        "auto",
+        default="auto",
         description="The bundled model's arithmetic: fp32 (sentence-transformers' vectors), int8-row (about 3x "
         "fp32's ingest speed; integer layers scaled per token, so a text's vector never depends on its batch) or "
         "int8 (as fast, scaled per model call: a text's vector shifts slightly with its batch; for stores it "
@@ -64,20 +64,27 @@ class Settings(BaseSettings):
         "mixes paths (`spatial-memory reembed` moves one).",
     )
     embedding_batch_size: int = Field(
-        32, ge=1, le=256, description="Most texts per model call (the bundled model also caps the padded tokens)."
+        default=32,
+        ge=1,
+        le=256,
+        description="Most texts per model call (the bundled model also caps the padded tokens).",
     )
-    embedding_threads: int = Field(0, ge=0, le=64, description="Threads for onnxruntime (0 = one per physical core).")
-    openai_api_key: SecretStr | None = Field(None, description="Key for openai:<model> embeddings.")
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="Logs go to stderr only.")
-    preload: bool = Field(True, description="Load the store and model in the background right after start-up.")
+    embedding_threads: int = Field(
+        default=0, ge=0, le=64, description="Threads for onnxruntime (0 = one per physical core)."
+    )
+    openai_api_key: SecretStr | None = Field(default=None, description="Key for openai:<model> embeddings.")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        default="INFO", description="Logs go to stderr only."
+    )
+    preload: bool = Field(default=True, description="Load the store and model in the background right after start-up.")
     fast_handshake: bool = Field(
-        True,
+        default=True,
         description="Answer initialize / server/discover / tools/list from the user cache directory while the "
         "MCP SDK imports (answers the SDK gave before, for this build, SDK and the limit settings in the "
         "tool schemas).",
     )
     warm_up_projection: bool = Field(
-        False,
+        default=False,
         description=(
             "After preloading, import the map's layout and clustering code and run a tiny map in the "
             "background so the first visualize is a little quicker (more RSS while idle)."
@@ -85,104 +92,114 @@ class Settings(BaseSettings):
     )
 
     tools: str = Field(
-        "all",
+        default="all",
         description="The tools the server lists: a profile (all; core: remember, remember_batch, recall, "
         "update_memory, forget, namespaces; readonly: the tools that never write), tool names, or both, "
         "comma-separated. Fewer tools, less context in every conversation.",
     )
 
     max_content_length: int = Field(
-        MAX_CONTENT.default,
+        default=MAX_CONTENT.default,
         ge=1,
         description="Characters per memory (and per extract text). The tool schemas state this and the other "
         "limits, so a client reads the limit it meets.",
     )
     max_batch_size: int = Field(
-        MAX_BATCH.default, ge=1, description="Memories per remember_batch, ids per forget_batch."
+        default=MAX_BATCH.default, ge=1, description="Memories per remember_batch, ids per forget_batch."
     )
-    max_tags: int = Field(MAX_TAGS.default, ge=0, description="Tags per memory.")
-    max_tag_length: int = Field(MAX_TAG_CHARS.default, ge=1, description="Characters per tag.")
-    max_metadata_bytes: int = Field(65_536, ge=2, description="A memory's metadata, as JSON bytes.")
-    max_namespace_length: int = Field(MAX_NAMESPACE_CHARS.default, ge=1, description="Characters per namespace name.")
+    max_tags: int = Field(default=MAX_TAGS.default, ge=0, description="Tags per memory.")
+    max_tag_length: int = Field(default=MAX_TAG_CHARS.default, ge=1, description="Characters per tag.")
+    max_metadata_bytes: int = Field(default=65_536, ge=2, description="A memory's metadata, as JSON bytes.")
+    max_namespace_length: int = Field(
+        default=MAX_NAMESPACE_CHARS.default, ge=1, description="Characters per namespace name."
+    )
     max_result_bytes: int = Field(
-        16_777_216, ge=1024, description="Largest tool result (JSON bytes); a bigger one is a ResultTooLargeError."
+        default=16_777_216,
+        ge=1024,
+        description="Largest tool result (JSON bytes); a bigger one is a ResultTooLargeError.",
     )
 
     compact_fragment_threshold: int = Field(
-        24,
+        default=24,
         ge=2,
         description="Compact the table once it has more fragments than this: one per write since the last "
         "compaction, or the fragments found when the store opens. During a burst of writes nobody searches by "
         "keyword, the compaction waits for the pause after it (storage/table/maintenance.py: BURST_COMPACT_FACTOR).",
     )
     version_retention_seconds: int = Field(
-        60, ge=0, description="Old table versions older than this are removed during compaction."
+        default=60, ge=0, description="Old table versions older than this are removed during compaction."
     )
     vector_index_threshold: int = Field(
-        20_000,
+        default=20_000,
         ge=1_000,
         description="Build the approximate (IVF_HNSW_SQ) vector index once the table has this many rows.",
     )
-    index_ef: int = Field(400, ge=10, le=2_000, description="HNSW search breadth for indexed queries.")
+    index_ef: int = Field(default=400, ge=10, le=2_000, description="HNSW search breadth for indexed queries.")
     index_refine_factor: int = Field(
-        5, ge=1, le=50, description="Indexed queries re-rank this many times `limit` candidates on full vectors."
+        default=5,
+        ge=1,
+        le=50,
+        description="Indexed queries re-rank this many times `limit` candidates on full vectors.",
     )
     index_cache_mb: int = Field(
-        0,
+        default=0,
         ge=0,
         le=65_536,
         description=("LanceDB's index cache in MB (0 = auto: 64 MB, or 1024 MB once the table has its vector index)."),
     )
     access_flush_seconds: float = Field(
-        2.0,
+        default=2.0,
         ge=0.0,
         description="How often upkeep looks for recorded recall accesses to write "
         "(written in a 0.25 s pause between tool calls, at most 30 s after).",
     )
     read_only: bool = Field(
-        False,
+        default=False,
         description="Open the store read-only: reads work, every write is a ReadOnlyStoreError. A store on "
         "read-only media or without write permission is opened so anyway.",
     )
     lock_timeout_seconds: float = Field(
-        30.0,
+        default=30.0,
         gt=0,
         description="Longest wait for the store's write lock held by another process; then the write fails, retryable.",
     )
 
     max_versions: int = Field(
-        20, ge=1, le=1_000, description="Versions kept per memory (update_memory keeps the previous ones)."
+        default=20, ge=1, le=1_000, description="Versions kept per memory (update_memory keeps the previous ones)."
     )
     conversation_ttl_days: float = Field(
-        30.0, gt=0, description="How long a memory of type conversation lives before it expires."
+        default=30.0, gt=0, description="How long a memory of type conversation lives before it expires."
     )
     context_ttl_hours: float = Field(
-        0.0,
+        default=0.0,
         ge=0,
         description="How long a memory of type context lives (0 = until the end of the day, server local time).",
     )
     duplicate_threshold: float = Field(
-        0.9, ge=0.5, le=1.0, description="Similarity from which remember reports a stored memory as a near-duplicate."
+        default=0.9,
+        ge=0.5,
+        le=1.0,
+        description="Similarity from which remember reports a stored memory as a near-duplicate.",
     )
     contradiction_threshold: float = Field(
-        0.75,
+        default=0.75,
         ge=0.5,
         le=1.0,
         description="Similarity from which a stored look-alike that differs in a number, date or negation is "
         "reported as a likely contradiction.",
     )
     max_pinned_in_recall: int = Field(
-        10, ge=0, le=100, description="Pinned memories recall puts first, at most (0 = none)."
+        default=10, ge=0, le=100, description="Pinned memories recall puts first, at most (0 = none)."
     )
 
     capture_ingest: bool = Field(
-        True,
+        default=True,
         description="Store what client hooks captured (`spatial-memory setup-hooks`) within a second of the hook; "
         "with no server running, a hook starts `spatial-memory ingest` itself. False: the spool waits for "
         "`spatial-memory ingest`.",
     )
     capture_namespace: str | None = Field(
-        None,
+        default=None,
         description="The namespace hooks capture into (default: project-<the git repository's directory name>); "
         "hooks read it from the environment.",
     )
@@ -193,54 +210,55 @@ class Settings(BaseSettings):
     import_dirs: list[Path] = Field(
         default_factory=list, description="Directories import_memories may read from (default: <path>/exports)."
     )
-    max_import_file_mb: float = Field(100.0, gt=0, description="The largest file import_memories reads (MB).")
-    max_import_records: int = Field(100_000, ge=1, description="The most records one import reads.")
+    max_import_file_mb: float = Field(default=100.0, gt=0, description="The largest file import_memories reads (MB).")
+    max_import_records: int = Field(default=100_000, ge=1, description="The most records one import reads.")
 
     # Serving over HTTP (a team server): see docs/TEAM.md.
     transport: Literal["stdio", "http"] = Field(
-        "stdio", description="stdio (what MCP clients start) or http (MCP's streamable HTTP at /mcp)."
+        default="stdio", description="stdio (what MCP clients start) or http (MCP's streamable HTTP at /mcp)."
     )
     host: str = Field(
-        "127.0.0.1",
+        default="127.0.0.1",
         description="The HTTP address to listen on. Beyond localhost only with a tokens file or OAuth configured.",
     )
-    port: int = Field(8765, ge=0, le=65_535, description="The HTTP port (0: any free port, logged at start).")
+    port: int = Field(default=8765, ge=0, le=65_535, description="The HTTP port (0: any free port, logged at start).")
     http_sessions: bool = Field(
-        False,
+        default=False,
         description="Keep MCP sessions over HTTP (one server, or sticky load balancing). Default: stateless, every "
         "request stands alone, so any replica behind a load balancer can answer it.",
     )
     http_max_request_mb: float = Field(
-        64.0,
+        default=64.0,
         gt=0,
         description="The largest HTTP request body (MB); a bigger one gets 413. The tool limits allow bigger "
         "remember_batch / import calls than this default: split them, or raise it.",
     )
     tokens_file: Path | None = Field(
-        None,
+        default=None,
         description="Bearer tokens (stored hashed) naming a principal and its namespaces: `spatial-memory tokens add`.",
     )
     oauth_issuer: str | None = Field(
-        None, description="OAuth 2.1 resource-server mode: the authorization server whose JWT access tokens count."
+        default=None,
+        description="OAuth 2.1 resource-server mode: the authorization server whose JWT access tokens count.",
     )
     oauth_audience: str | None = Field(
-        None, description="The `aud` the access tokens must carry (default: the resource URL)."
+        default=None, description="The `aud` the access tokens must carry (default: the resource URL)."
     )
     oauth_jwks_url: str | None = Field(
-        None, description="The issuer's JWKS (default: jwks_uri from the issuer's metadata)."
+        default=None, description="The issuer's JWKS (default: jwks_uri from the issuer's metadata)."
     )
     oauth_resource_url: str | None = Field(
-        None,
+        default=None,
         description="This server's public MCP URL, e.g. https://memory.example.com/mcp "
         "(default: http://<host>:<port>/mcp).",
     )
     oauth_namespaces_claim: str = Field(
-        "spatial_memory_namespaces",
+        default="spatial_memory_namespaces",
         description="The access-token claim listing the namespaces the subject may read and write "
         "(a list, or a space-separated string; `team-*` is a prefix).",
     )
     oauth_read_namespaces_claim: str = Field(
-        "spatial_memory_read_namespaces", description="The claim listing namespaces the subject may only read."
+        default="spatial_memory_read_namespaces", description="The claim listing namespaces the subject may only read."
     )
     oauth_required_scopes: list[str] = Field(
         default_factory=list, description="OAuth scopes every access token must carry (JSON list)."
@@ -292,12 +310,12 @@ class Settings(BaseSettings):
     @property
     def local_dir(self) -> Path:
         """Where what must be local lives: the store's directory, or local_path beside a remote store."""
-        return self.path if self.remote_store is None else self.local_path
+        return self.path if isinstance(self.path, Path) else self.local_path
 
     @property
     def db_path(self) -> Path | str:
         """The LanceDB database: <path>/lancedb, or the store URI itself."""
-        return self.remote_store or self.path / "lancedb"
+        return self.path if isinstance(self.path, str) else self.path / "lancedb"
 
     @property
     def model_cache_dir(self) -> Path:

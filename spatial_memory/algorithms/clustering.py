@@ -152,13 +152,13 @@ def knn_distance_graph(unit: np.ndarray, k: int) -> sparse.csr_matrix:
     pairs, first = np.unique(lo * n + hi, return_index=True)
     lo, hi, dists = pairs // n, pairs % n, np.maximum(dists[first], _MIN_DISTANCE)
     diag = np.arange(n)
-    graph = sparse.coo_matrix(
+    graph = sparse.csr_matrix(  # from (data, (rows, cols)), as coo_matrix(...).tocsr() builds it
         (
             np.concatenate([dists, dists, np.zeros(n)]),
             (np.concatenate([lo, hi, diag]), np.concatenate([hi, lo, diag])),
         ),
         shape=(n, n),
-    ).tocsr()
+    )
     return graph
 
 

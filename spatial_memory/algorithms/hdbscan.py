@@ -67,7 +67,7 @@ def hdbscan_graph(graph: sparse.csr_matrix, min_cluster_size: int, min_samples: 
     from scipy.sparse import csgraph
 
     csr = sparse.csr_matrix(graph, dtype=np.float64, copy=True)
-    n = csr.shape[0]
+    n = len(csr.indptr) - 1  # its rows (scipy leaves csr.shape's type unknown to the checker)
     _check(n, min_cluster_size, min_samples)
     row_of_entry = np.repeat(np.arange(n), np.diff(csr.indptr))
     order = np.lexsort((csr.data, row_of_entry))
@@ -246,7 +246,7 @@ def _label_points(tree: np.ndarray, clusters: set[int], n: int) -> HdbscanResult
     for point, lam in zip(points["child"].tolist(), points["lam"].tolist(), strict=True):
         if owner[point] < 0:
             continue
-        death = deaths[owner[point]]
+        death = deaths[int(owner[point])]
         probabilities[point] = 1.0 if death == 0.0 or np.isinf(lam) else min(lam, death) / death
     return HdbscanResult(labels=labels, probabilities=probabilities)
 

@@ -21,7 +21,7 @@ _EXPORT = re.compile(r"^export\s+(?=(?:async\s+)?function|const|let|class)", re.
 
 
 def _static(name: str) -> str:
-    return resources.files(__package__).joinpath("static", name).read_text(encoding="utf-8")
+    return resources.files(__name__.rpartition(".")[0]).joinpath("static", name).read_text(encoding="utf-8")
 
 
 def script() -> str:

@@ -29,6 +29,7 @@ def authorization(settings: Settings) -> tuple[Any, Any]:
         return None, None
     # What follows only for a server with authorization: a localhost server never loads it.
     from mcp.server.auth.settings import AuthSettings
+    from pydantic import AnyHttpUrl
 
     verifiers: list[Any] = []
     if settings.tokens_file is not None:
@@ -51,8 +52,8 @@ def authorization(settings: Settings) -> tuple[Any, Any]:
         )
     auth = AuthSettings(
         # Tokens-file only: no authorization server to name, so no protected-resource metadata.
-        issuer_url=settings.oauth_issuer or resource,
-        resource_server_url=resource if settings.oauth_issuer is not None else None,
+        issuer_url=AnyHttpUrl(settings.oauth_issuer or resource),
+        resource_server_url=AnyHttpUrl(resource) if settings.oauth_issuer is not None else None,
         required_scopes=settings.oauth_required_scopes or None,
         validate_token_resource=False,  # JwtVerifier checks the audience itself
     )

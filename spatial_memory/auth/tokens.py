@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -88,7 +89,7 @@ def write_entries(path: Path, entries: list[TokenEntry]) -> None:
     os.replace(temporary, path)
 
 
-def mint(path: Path, principal: str, namespaces: list[str], read_namespaces: list[str] = ()) -> str:
+def mint(path: Path, principal: str, namespaces: Sequence[str], read_namespaces: Sequence[str] = ()) -> str:
     """A new token for `principal`, its hash added to the file; the token itself is returned once."""
     if not principal.strip():
         raise ConfigurationError("a token needs a principal")

@@ -82,6 +82,7 @@ def transcripts(
     """The client's transcripts on disk, oldest first; only `project`'s, and only those written
     since `since`, when given."""
     root = transcripts_root(client, home)
+    history: list[Transcript] = []  # Cursor's chats kept in its databases
     if client == p.CLAUDE_CODE:
         found = [(f, f.parent.name) for f in root.glob("*/*.jsonl")]
         wanted = None if project is None else claude_code_dir(project)
@@ -176,13 +177,16 @@ def replay(
                 keep(selected(source, state, project_root, namespace, turn), turn[-1].timestamp or at, source)
                 turn = []
             turn.append(Message(message.speaker, message.text, message.ref, message.timestamp or at))
-        body = entry.get("message") if isinstance(entry.get("message"), dict) else entry
-        blocks = body.get("content") if isinstance(body.get("content"), list) else []
+        inner = entry.get("message")
+        body: dict[str, Any] = inner if isinstance(inner, dict) else entry
+        content = body.get("content")
+        blocks: list[Any] = content if isinstance(content, list) else []
         for block in blocks:
             if not isinstance(block, dict):
                 continue
             if block.get("type") == "tool_use" and isinstance(block.get("id"), str):
-                tool_input = block.get("input") if isinstance(block.get("input"), dict) else {}
+                given = block.get("input")
+                tool_input: dict[str, Any] = given if isinstance(given, dict) else {}
                 pending[block["id"]] = (str(block.get("name") or ""), tool_input)
             elif block.get("type") == "tool_result" and block.get("tool_use_id") in pending:
                 name, tool_input = pending.pop(block["tool_use_id"])

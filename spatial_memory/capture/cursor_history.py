@@ -31,7 +31,7 @@ import shutil
 import sqlite3
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -63,7 +63,7 @@ class Conversation:
     database: Path
 
 
-def user_dir(home: Path, platform: str = sys.platform, environ: dict[str, str] | None = None) -> Path:
+def user_dir(home: Path, platform: str = sys.platform, environ: Mapping[str, str] | None = None) -> Path:
     """Cursor's user directory on this OS."""
     environ = os.environ if environ is None else environ
     if platform == "darwin":
@@ -75,7 +75,7 @@ def user_dir(home: Path, platform: str = sys.platform, environ: dict[str, str] |
 
 
 def conversations(
-    home: Path, platform: str = sys.platform, environ: dict[str, str] | None = None
+    home: Path, platform: str = sys.platform, environ: Mapping[str, str] | None = None
 ) -> list[Conversation]:
     """Every chat with at least one message in Cursor's stores under `home`."""
     root = user_dir(home, platform, environ)

@@ -165,7 +165,8 @@ def _file_edit(
         what = _written(content, config)
         verb = "Wrote"
     else:
-        changes = tool_input.get("edits") if isinstance(tool_input.get("edits"), list) else [tool_input]
+        edits = tool_input.get("edits")
+        changes: list[Any] = edits if isinstance(edits, list) else [tool_input]
         what = [
             _changed(str(change.get("old_string") or ""), str(change.get("new_string") or ""), config)
             for change in changes
@@ -203,8 +204,9 @@ def edits_of_turn(state: dict[str, Any]) -> list[Captured]:
             shown.insert(0, part)
             size += len(part) + 1
         content = f"{entry['verb']} {path}" + (":\n" + "\n".join(shown) if shown else "")
-        refs = entry.get("refs") or [None]
-        item = Captured(_clip(content, MAX_CONTENT_CHARS), "tool", "file_edit", 0.45, ["file-edit"], refs[0])
+        refs: list[str] = entry.get("refs") or []
+        first = refs[0] if refs else None
+        item = Captured(_clip(content, MAX_CONTENT_CHARS), "tool", "file_edit", 0.45, ["file-edit"], first)
         item.also = refs[1:]  # the other edits this memory holds
         found.append(item)
     return found

@@ -123,10 +123,10 @@ def _quote(part: str) -> str:
 
 
 def plan(
-    client: str, scope: str, *, project: Path, home: Path, store: Path | None = None, launch: Launch | None = None
+    client: str, scope: str, *, project: Path, home: Path, store: Path | str | None = None, launch: Launch | None = None
 ) -> ClientSetup:
-    """The configuration for `client` at `scope`; `store` is baked in when it is not the default;
-    `launch`: how the server starts (default: `this_launch()`)."""
+    """The configuration for `client` at `scope`; `store` (a directory or a store URI) is baked in
+    when it is not the default; `launch`: how the server starts (default: `this_launch()`)."""
     launch = this_launch() if launch is None else launch
     if client == CLAUDE_CODE:
         hooks = claude_code_hooks(store)
@@ -143,7 +143,7 @@ def plan(
     return ClientSetup(client, scope, files[0], hooks, files[1], mcp_server_entry(store, launch), launch.cli)
 
 
-def hook_command(client: str, event: str, store: Path | None) -> str:
+def hook_command(client: str, event: str, store: Path | str | None) -> str:
     parts = [sys.executable, "-m", "spatial_memory", "hook", "--client", client]
     if store is not None:
         parts += ["--store", str(store)]
@@ -153,7 +153,7 @@ def hook_command(client: str, event: str, store: Path | None) -> str:
     return shlex.join(parts)
 
 
-def claude_code_hooks(store: Path | None) -> dict[str, Any]:
+def claude_code_hooks(store: Path | str | None) -> dict[str, Any]:
     hooks: dict[str, Any] = {}
     for event, timeout in CLAUDE_CODE_EVENTS.items():
         group: dict[str, Any] = {
@@ -165,11 +165,11 @@ def claude_code_hooks(store: Path | None) -> dict[str, Any]:
     return {"hooks": hooks}
 
 
-def cursor_hooks(store: Path | None) -> dict[str, Any]:
+def cursor_hooks(store: Path | str | None) -> dict[str, Any]:
     return {"version": 1, "hooks": {e: [{"command": hook_command(CURSOR, e, store)}] for e in CURSOR_EVENTS}}
 
 
-def mcp_server_entry(store: Path | None, launch: Launch) -> dict[str, Any]:
+def mcp_server_entry(store: Path | str | None, launch: Launch) -> dict[str, Any]:
     entry: dict[str, Any] = {"command": launch.server[0], "args": launch.server[1:]}
     if store is not None:
         entry["env"] = {"SPATIAL_MEMORY_PATH": str(store)}

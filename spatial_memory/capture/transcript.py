@@ -69,7 +69,7 @@ def text_turns(entries: Iterable[dict[str, Any]]) -> Iterator[tuple[dict[str, An
     for entry in entries:
         message = _message(entry)
         if message is None:
-            body = entry.get("message") if isinstance(entry.get("message"), dict) else entry
+            body = _body(entry)
             text = _text_of(body.get("content", body.get("text")))
             if text:  # the command itself, or what answered it (its output, a summary)
                 expansion = _COMMAND in text[:300]
@@ -81,10 +81,16 @@ def text_turns(entries: Iterable[dict[str, Any]]) -> Iterator[tuple[dict[str, An
         yield entry, message
 
 
+def _body(entry: dict[str, Any]) -> dict[str, Any]:
+    """The entry's message, or the entry itself when it holds none (Cursor's entries)."""
+    inner = entry.get("message")
+    return inner if isinstance(inner, dict) else entry
+
+
 def _message(entry: dict[str, Any]) -> Message | None:
     if entry.get("isMeta") or entry.get("isSidechain") or entry.get("isCompactSummary"):
         return None
-    body = entry.get("message") if isinstance(entry.get("message"), dict) else entry
+    body = _body(entry)
     role = body.get("role") or entry.get("role") or entry.get("type")  # Cursor: role beside message
     if role not in ("user", "assistant"):
         return None

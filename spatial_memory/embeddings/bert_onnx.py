@@ -89,7 +89,7 @@ class _BertGraph:
         end = self._data.tell()
         offset = end + -end % ALIGNMENT
         self._data.seek(offset)
-        self._data.write(memoryview(array).cast("B"))
+        self._data.write(array.data.cast("B"))
         tensor = self._tensor(
             name=name,
             data_type=self._helper.np_dtype_to_tensor_dtype(array.dtype),

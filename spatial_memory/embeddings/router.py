@@ -212,11 +212,13 @@ class EmbeddingRouter:
         self.backend_name = "sentence-transformers"
         dim = model.get_embedding_dimension() if hasattr(model, "get_embedding_dimension") else None
         dim = dim or model.get_sentence_embedding_dimension()
+        if dim is None:
+            raise ConfigurationError(f"{source} does not say how many dimensions its embeddings have")
         return encode, int(dim)
 
     def _load_openai(self, name: str) -> tuple[Encode, int]:
         try:
-            import openai  # the optional `openai` extra
+            import openai  # pyright: ignore[reportMissingImports] - the optional `openai` extra, not installed to check types
         except ImportError as exc:
             raise ConfigurationError(
                 "OpenAI embeddings need the optional extra: pip install 'spatial-memory-mcp[openai]'"

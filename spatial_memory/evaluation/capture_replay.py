@@ -116,10 +116,10 @@ def _norm(text: str) -> str:
 
 
 def evaluate(session: dict | None = None) -> dict:
-    session = session or json.loads(SESSION.read_text())
+    chosen: dict = session or json.loads(SESSION.read_text())
     with tempfile.TemporaryDirectory() as tmp:
-        records = replay(session, Path(tmp))
-    units = session["units"]
+        records = replay(chosen, Path(tmp))
+    units = chosen["units"]
     by_id = {u["id"]: u for u in units}
     stored = _admitted(list({r["id"]: r for r in records}.values()))  # ingest stores each id once
     captured: dict[str, list[str]] = {}

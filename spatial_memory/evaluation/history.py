@@ -105,7 +105,9 @@ def synthetic_history(home: Path, turns: int, *, sessions: int | None = None, se
                     result = {"filePath": path}
                 lines.append(_entry("assistant", use, at, str(project), session, n))
                 n += 1
-                block = [{"type": "tool_result", "tool_use_id": tool_id, "content": json.dumps(result)}]
+                block: list[dict[str, Any]] = [
+                    {"type": "tool_result", "tool_use_id": tool_id, "content": json.dumps(result)}
+                ]
                 if failed:  # as Claude Code marks a command that exited non-zero
                     block[0]["is_error"] = True
                 lines.append(_entry("user", block, at, str(project), session, n, toolUseResult=result))

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -164,8 +164,11 @@ def _conversation(raw: dict[str, Any]) -> Conversation:
         sequence = None
     occurred = raw.get("occurred_at")
     occurred = None if occurred is None or occurred == "" else _timestamp("occurred_at", occurred, utc_now())
-    found = Conversation(
-        session_id=text("session_id"), sequence=sequence, speaker=text("speaker"), occurred_at=occurred
+    found = Conversation(  # as given: check.conversation below refuses a sequence that is not a whole number
+        session_id=text("session_id"),
+        sequence=cast("int | None", sequence),
+        speaker=text("speaker"),
+        occurred_at=occurred,
     )
     try:
         return check.conversation(found)
@@ -248,15 +251,17 @@ def _relations(value: Any, now: datetime) -> list[OutgoingRelation]:
         raise _Problem("relations", f"must be a list of at most {MAX_RELATIONS_PER_RECORD:,} relations", value)
     found = []
     for item in value:
-        if not isinstance(item, dict) or _uuid(item.get("target_id")) is None:
+        target = _uuid(item.get("target_id")) if isinstance(item, dict) else None
+        if not isinstance(item, dict) or target is None:
             raise _Problem("relations", "each relation needs a target_id (a memory id)", item)
-        relation = item.get("relation") if isinstance(item.get("relation"), str) else ""
+        given = item.get("relation")
+        relation = given if isinstance(given, str) else ""
         label = _checked("relations", partial(check.relation_label, relation), item)
         weight = item.get("weight", 1.0)
         if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0.0 < weight <= 1.0:
             raise _Problem("relations", "weight must be a number above 0.0 and at most 1.0", item)
         created = _timestamp("relations", item.get("created_at"), now)
-        found.append(OutgoingRelation(_uuid(item["target_id"]), label, float(weight), created))
+        found.append(OutgoingRelation(target, label, float(weight), created))
     return found
 
 
@@ -347,6 +352,10 @@ def _vector(value: Any, dim: int | None) -> np.ndarray | None:
         raise _Problem("vector", "must not be all zeros", value)
     # Stored vectors are unit length (cosine = dot product); exact round trips stay untouched.
     return vector if abs(norm - 1.0) <= 1e-3 else (vector / norm).astype(np.float32)
+
+
+def _source(value: Any) -> str:
+    return value if isinstance(value, str) and value in SOURCES else "imported"
 
 
 def _uuid(value: Any) -> str | None:
@@ -454,7 +463,7 @@ def _check_row(
         namespace=take(lambda: _namespace(raw, settings, namespace_override), "default"),
         tags=take(lambda: _tags(raw.get("tags"), settings), []),
         importance=take(lambda: _importance(raw.get("importance")), 0.5),
-        source=raw.get("source") if raw.get("source") in SOURCES else "imported",
+        source=_source(raw.get("source")),
         metadata=take(lambda: _metadata(raw.get("metadata"), settings), {}),
         created_at=created,
         updated_at=updated,

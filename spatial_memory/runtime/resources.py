@@ -12,13 +12,13 @@ import os
 import threading
 from collections.abc import Callable
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 
 from ..config import Settings
 from .changes import StoreChanges
 from .imports import import_heavy_modules
 from .shutdown import WorkerCalls
-from .upkeep import Upkeep
+from .upkeep import KeptStore, Upkeep
 
 if TYPE_CHECKING:  # numpy, pyarrow and LanceDB cost seconds of start-up, before tools/list
     import numpy as np
@@ -30,7 +30,8 @@ log = logging.getLogger(__name__)
 
 
 class Embedder(Protocol):
-    model_id: str
+    @property
+    def model_id(self) -> str: ...
 
     @property
     def dimension(self) -> int: ...
@@ -65,11 +66,13 @@ class Resources:
                 threads=settings.embedding_threads,
                 openai_api_key=settings.openai_api_key.get_secret_value() if settings.openai_api_key else None,
             )
-        self.embedder = embedder
+        self.embedder: Embedder = embedder
         self._store: MemoryStore | None = None
         self._store_lock = threading.Lock()
         self.upkeep = Upkeep(
-            self.memory_store,
+            # MemoryStore is a KeptStore, through its Member descriptors, which the checker does not
+            # bind when it matches a protocol (it does on attribute access).
+            lambda: cast("KeptStore", self.memory_store()),
             lambda: self.store_is_open,
             flush_seconds=settings.access_flush_seconds,
             clock=self.clock,

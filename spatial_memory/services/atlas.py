@@ -358,7 +358,7 @@ class AtlasService(Service):
             label=[render.truncate(r.content, LABEL_CHARS) for r in ordered],
             namespace=[ns_at[r.namespace] for r in ordered],
             memory_type=[type_at[r.memory_type] for r in ordered],
-            session=[session_at.get(r.session, -1) for r in ordered],
+            session=[session_at[r.session] if r.session else -1 for r in ordered],
             tags=[list(r.tags) for r in ordered],
             created=[r.created for r in ordered],
             namespaces=namespaces,

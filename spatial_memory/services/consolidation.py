@@ -119,19 +119,20 @@ class ConsolidationService(Service):
 
     def _write(self, store, done: list[_GroupPlan], origin: Provenance) -> None:
         """The kept rows (embedded when their content changed) in, the others closed: one commit."""
-        to_embed = [plan.kept for plan in done if plan.kept.vector is None]
+        kept = [(plan, plan.kept) for plan in done if plan.kept is not None]  # all of them: done was filtered
+        to_embed = [k for _, k in kept if k.vector is None]
         if to_embed:
             fresh = self._resources.embedder.embed_documents([k.content for k in to_embed])
             for record, vector in zip(to_embed, fresh, strict=True):
                 record.vector = np.asarray(vector, dtype=np.float32)
         new_records = [
-            dc_replace(plan.kept, provenance=origin.but(derived_from=tuple(m.id for m in (plan.rep, *plan.others))))
-            for plan in done
+            dc_replace(k, provenance=origin.but(derived_from=tuple(m.id for m in (plan.rep, *plan.others))))
+            for plan, k in kept
         ]
         # The others are closed, not erased: their last state stays in their history,
         # linked to the memory that absorbed them (get_memories, as_of).
         absorbed = [o for plan in done for o in plan.others]
-        successor_of = {o.id: plan.kept.id for plan in done for o in plan.others}
+        successor_of = {o.id: k.id for plan, k in kept for o in plan.others}
         try:
             store.supersede(new_records, absorbed, successor_of, self._settings.max_versions)
         except StorageError as exc:

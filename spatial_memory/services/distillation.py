@@ -76,7 +76,7 @@ def distill(
                 [
                     Relation(record.id, member_id, RELATION, 1.0, now, origin)
                     for record, _ in plans
-                    for member_id in record.provenance.derived_from
+                    for member_id in _derived_from(record)
                 ]
             )
     if not dry_run and plans:
@@ -84,7 +84,7 @@ def distill(
     out = [
         ConsolidationGroup(
             representative_id=record.id if not dry_run else central.id,
-            member_ids=list(record.provenance.derived_from),
+            member_ids=list(_derived_from(record)),
             avg_similarity=round(
                 mean_pairwise_similarity(np.stack([m.vector for m in members])) if members else 0.0, 6
             ),
@@ -131,6 +131,11 @@ def restatement_groups(
             if len(kept) >= MIN_EPISODES:
                 groups.append(kept)
     return groups
+
+
+def _derived_from(record: MemoryRecord) -> tuple[str, ...]:
+    """The episodes a planned semantic memory restates (_plan gives every one its provenance)."""
+    return record.provenance.derived_from if record.provenance is not None else ()
 
 
 def _plan(

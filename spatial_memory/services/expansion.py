@@ -88,13 +88,15 @@ class ActivationGraph:
         if not windows:
             return
         around = self._store.neighbours(windows, self._flt)
-        by_session: dict[str, list[MemoryRecord]] = {}
+        by_session: dict[str | None, list[MemoryRecord]] = {}
         for r in around:
             self.known.setdefault(r.id, r)
             by_session.setdefault(r.conversation.session_id, []).append(r)
         for record in placed:
             c = record.conversation
             for n in by_session.get(c.session_id, ()):
+                if n.conversation.sequence is None or c.sequence is None:  # windows hold sequenced memories
+                    continue
                 gap = abs(n.conversation.sequence - c.sequence)
                 if 0 < gap <= p.conversation_radius:
                     yield record.id, n.id, p.conversation_weight / gap, "conversation"

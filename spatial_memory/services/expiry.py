@@ -18,7 +18,9 @@ def memory_type_of(value: str | None) -> str:
     return value
 
 
-def expiry_for(memory_type: str, expires_at: datetime | None, now: datetime, settings: Settings) -> datetime | None:
+def expiry_for(
+    memory_type: str | None, expires_at: datetime | None, now: datetime, settings: Settings
+) -> datetime | None:
     """The expiry of a memory of this type written at `now`; an explicit `expires_at` wins (it must
     lie in the future: a memory that would be gone at once is refused rather than silently lost)."""
     if expires_at is not None:

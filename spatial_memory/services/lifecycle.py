@@ -41,12 +41,12 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from dataclasses import replace as dc_replace
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeGuard, cast
 
 import numpy as np
 
 from .. import validation as check
-from ..algorithms.decay import apply_decay, decay_factor
+from ..algorithms.decay import DecayFunction, apply_decay, decay_factor
 from ..errors import (
     DecayError,
     StorageError,
@@ -90,10 +90,15 @@ def decay_base(record: MemoryRecord, reference: datetime) -> float:
     if not isinstance(state, dict):
         return record.importance
     base, since, value = state.get("base_importance"), state.get("since"), state.get("importance")
-    numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (base, value))
-    if not numbers or since != iso(reference) or abs(value - record.importance) > 1e-6:
+    if not _is_number(base) or not _is_number(value):
+        return record.importance
+    if since != iso(reference) or abs(value - record.importance) > 1e-6:
         return record.importance  # accessed, reinforced or edited since: a fresh curve
     return min(1.0, max(record.importance, float(base)))
+
+
+def _is_number(x: object) -> TypeGuard[int | float]:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
 @dataclass
@@ -110,7 +115,9 @@ class _DecayCurve:
     min_importance: float
 
     @classmethod
-    def of(cls, records, now, function: str, half_life_days: float, min_importance: float, access_weight: float):
+    def of(
+        cls, records, now, function: DecayFunction, half_life_days: float, min_importance: float, access_weight: float
+    ):
         references = [max(r.last_accessed, r.created_at) for r in records]
         days = np.array([max(0.0, (now - ref).total_seconds() / 86_400) for ref in references])
         current = np.array([r.importance for r in records], dtype=np.float64)
@@ -173,6 +180,7 @@ class LifecycleService(Service):
         now: datetime | None = None,
     ) -> DecayResult:
         check.one_of("decay_function", decay_function, DECAY_FUNCTIONS)
+        function = cast(DecayFunction, decay_function)  # one of DECAY_FUNCTIONS, just checked
         half_life_days = check.number_in("half_life_days", half_life_days, 1, 365)
         min_importance = check.number_in("min_importance", min_importance, 0.0, 0.5)
         access_weight = check.number_in("access_weight", access_weight, 0.0, 1.0)
@@ -193,7 +201,7 @@ class LifecycleService(Service):
                 return DecayResult(
                     memories_analyzed=0, memories_decayed=0, avg_decay_factor=1.0, decayed_memories=[], dry_run=dry_run
                 )
-            curve = _DecayCurve.of(records, now, decay_function, half_life_days, min_importance, access_weight)
+            curve = _DecayCurve.of(records, now, function, half_life_days, min_importance, access_weight)
             changed = curve.changed_rows()
             report_progress(2, 3, "decay computed", source="steps")
             if not dry_run:
@@ -280,7 +288,7 @@ class LifecycleService(Service):
             self._resources.upkeep.poke()
         return ReinforceResult(
             memories_reinforced=len(reinforced),
-            avg_boost=_r6(np.mean([r.boost_applied for r in reinforced])) if reinforced else 0.0,
+            avg_boost=_r6(float(np.mean([r.boost_applied for r in reinforced]))) if reinforced else 0.0,
             reinforced=reinforced,
             not_found=[i for i in ids if i not in by_id],
         )

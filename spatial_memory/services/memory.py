@@ -286,7 +286,9 @@ class MemoryService(Service):
         table = store.scan_arrow(["id", "created_at"], build_filter(namespace=namespace))
         if table.num_rows == 0:
             return RecentMemories(namespace=namespace, memories=[], total_in_namespace=0)
-        order = pc.sort_indices(table, sort_keys=[("created_at", "descending")])[:limit]
+        order = pc.call_function("sort_indices", [table], pc.SortOptions(sort_keys=[("created_at", "descending")]))[
+            :limit
+        ]
         ids = table.column("id").take(order).to_pylist()
         records = store.get_many(ids)
         return RecentMemories(

@@ -69,7 +69,7 @@ class NamespaceService(Service):
             by_namespace = {k: v for k, v in by_namespace.items() if k == namespace}
         raw = store.stats()
         indices = [IndexInfo(**i) for i in raw["indices"]]
-        lengths = pc.utf8_length(table.column("content")) if total else None
+        lengths = pc.call_function("utf8_length", [table.column("content")]) if total else None
         # A store on object storage: the bytes of its current version (older ones await cleanup).
         remote = self._settings.remote_store is not None
         storage_bytes = int(raw["total_bytes"]) if remote else _directory_size(self._settings.db_path)
@@ -85,9 +85,13 @@ class NamespaceService(Service):
             num_fragments=raw["num_fragments"],
             needs_compaction=store.needs_compaction(),
             table_version=raw["version"],
-            oldest_memory_date=timestamp(pc.min(table.column("created_at")).as_py()) if total else None,
-            newest_memory_date=timestamp(pc.max(table.column("created_at")).as_py()) if total else None,
-            avg_content_length=round(float(pc.mean(lengths).as_py()), 2) if total else 0.0,
+            oldest_memory_date=timestamp(pc.call_function("min", [table.column("created_at")]).as_py())
+            if total
+            else None,
+            newest_memory_date=timestamp(pc.call_function("max", [table.column("created_at")]).as_py())
+            if total
+            else None,
+            avg_content_length=round(float(pc.call_function("mean", [lengths]).as_py()), 2) if total else 0.0,
             embedding_model=store.model_id,
             embedding_dimensions=store.dim,
             storage_path=str(self._settings.path),

@@ -314,7 +314,7 @@ class PortabilityService(Service):
         candidates = [c for c in candidates if c.retired is None]
         duplicates = _duplicates(store, candidates, dedup_threshold) if deduplicate and candidates else set()
         keep = [c for i, c in enumerate(candidates) if i not in duplicates]
-        skipped = {candidates[i].id for i in duplicates if candidates[i].id}
+        skipped = {cid for i in duplicates if (cid := candidates[i].id)}
         provenance = provenance or Provenance(via="import")
         # The id check and the writes under the store lock: no other writer takes an id in between.
         with contextlib.nullcontext() if dry_run else store.all_or_nothing():

@@ -194,7 +194,9 @@ class ProcedureService(Service):
                     record = self._proposal_record(proposal, origin)
                     if record is not None:
                         store.add([record])
-                        known[key] = (record, Procedure.from_metadata(record.metadata))
+                        made = Procedure.from_metadata(record.metadata)
+                        if made is not None:  # always: the proposal's record holds its procedure
+                            known[key] = (record, made)
                         stored += 1
         return stored, confirmed
 

@@ -67,7 +67,7 @@ class SearchService(Service):
         self._keyword_pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
 
-    def _keyword_search(self, store: Store, query: str, limit: int, flt: Filter, version: int) -> Future:
+    def _keyword_search(self, store: Store, query: str, limit: int, flt: Filter | None, version: int) -> Future:
         """The keyword search, started on a thread of its own: it needs no query vector, so it runs
         while the query is embedded (LanceDB and onnxruntime both leave the GIL). It reads the
         table at the search's version."""
@@ -274,20 +274,23 @@ class SearchService(Service):
         windows = session_windows_of(records, radius)
         if not windows:
             return
-        by_session: dict[str, list[MemoryRecord]] = {}
+        by_session: dict[str | None, list[MemoryRecord]] = {}
         for record in self._resources.store().scan(session_windows(windows, namespace=namespace)):
             by_session.setdefault(record.conversation.session_id, []).append(record)
         for item, record in zip(items, records, strict=True):
             c = record.conversation
-            if c.session_id is None or c.sequence is None:
+            at = c.sequence
+            if c.session_id is None or at is None:
                 continue
-            around = [
-                n
+            around = [  # (offset from the hit, neighbour); the windows hold sequenced memories only
+                (n.conversation.sequence - at, n)
                 for n in by_session.get(c.session_id, [])
-                if n.id != record.id and abs(n.conversation.sequence - c.sequence) <= radius
+                if n.id != record.id
+                and n.conversation.sequence is not None
+                and abs(n.conversation.sequence - at) <= radius
             ]
-            around.sort(key=lambda n: n.conversation.sequence)
-            item.context = [ContextMemory.of(n, n.conversation.sequence - c.sequence) for n in around]
+            around.sort(key=lambda pair: pair[0])
+            item.context = [ContextMemory.of(n, offset, at + offset) for offset, n in around]
 
     def nearby(self, memory_id: str, *, limit: int = 5, namespace: str | None = None) -> NearbyResult:
         store = self._resources.store()

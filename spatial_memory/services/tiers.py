@@ -24,15 +24,16 @@ def tier_counts(table, now: datetime) -> dict[str, int]:
 
     if table.num_rows == 0:
         return dict.fromkeys(TIERS, 0)
-    derived = pc.equal(pc.fill_null(table.column("source"), ""), "consolidated")
+    derived = pc.call_function("equal", [pc.fill_null(table.column("source"), ""), "consolidated"])
     seconds = lambda name: pc.cast(table.column(name), "int64").to_numpy(zero_copy_only=False) / 1e6  # noqa: E731
     memory_type = pc.fill_null(table.column("memory_type"), "fact")
     kinds = {
-        k: pc.equal(memory_type, k).to_numpy(zero_copy_only=False) for k in ("conversation", "context", "procedure")
+        k: pc.call_function("equal", [memory_type, k]).to_numpy(zero_copy_only=False)
+        for k in ("conversation", "context", "procedure")
     }
     indexes = tier_indexes(
         kinds,
-        pc.is_valid(table.column("session_id")).to_numpy(zero_copy_only=False),
+        pc.call_function("is_valid", [table.column("session_id")]).to_numpy(zero_copy_only=False),
         derived.to_numpy(zero_copy_only=False),
         seconds("created_at"),
         seconds("last_accessed"),

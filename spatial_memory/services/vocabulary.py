@@ -63,10 +63,14 @@ def _ranked_names(store: Store, kind: NameKind, within: frozenset[str] | None) -
     column = "namespace" if kind == "namespace" else "tags"
     table = store.scan_arrow(list({"namespace", column}))
     if within is not None:
-        table = table.filter(pc.is_in(table.column("namespace"), pa.array(sorted(within), pa.string())))
+        table = table.filter(
+            pc.call_function(
+                "is_in", [table.column("namespace")], pc.SetLookupOptions(pa.array(sorted(within), pa.string()))
+            )
+        )
     values = table.column(column)
     if kind == "tag":
-        values = pc.list_flatten(values)
-    counts = pc.value_counts(pc.drop_null(values)).to_pylist()
+        values = pc.call_function("list_flatten", [values])
+    counts = pc.call_function("value_counts", [pc.call_function("drop_null", [values])]).to_pylist()
     counts.sort(key=lambda item: (-item["counts"], item["values"]))
     return tuple(item["values"] for item in counts)

@@ -236,6 +236,14 @@ def build_filter(
     return Filter(" AND ".join(f"({c})" for c in clauses) or None, meta, only_namespace, frozenset(columns))
 
 
+def ids_clause(ids: Iterable[str]) -> str:
+    """The where clause for the memories with these ids (at least one)."""
+    where = build_filter(ids=ids).sql
+    if where is None:
+        raise ValueError("ids_clause needs at least one id")
+    return where
+
+
 def both(first: Filter, second: Filter) -> Filter:
     """Memories matching both filters."""
     clauses = [f"({f.sql})" for f in (first, second) if f.sql]

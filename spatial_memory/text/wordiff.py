@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import re
 from difflib import SequenceMatcher
+from typing import Literal
+
+WordOp = Literal["equal", "delete", "insert"]
 
 _TOKEN = re.compile(r"\S+|\s+")
 
@@ -17,15 +20,15 @@ def words(text: str) -> list[str]:
     return _TOKEN.findall(text)
 
 
-def word_diff(old: str, new: str) -> list[tuple[str, str]]:
+def word_diff(old: str, new: str) -> list[tuple[WordOp, str]]:
     """(op, text) parts turning `old` into `new`; op is "equal", "delete" or "insert".
 
     Adjacent parts of one op are merged; a replaced run is its delete then its insert."""
     a, b = words(old), words(new)
     matcher = SequenceMatcher(None, a, b, autojunk=False)
-    parts: list[tuple[str, str]] = []
+    parts: list[tuple[WordOp, str]] = []
 
-    def add(op: str, text: str) -> None:
+    def add(op: WordOp, text: str) -> None:
         if not text:
             return
         if parts and parts[-1][0] == op:

@@ -21,6 +21,7 @@ import os
 import select
 import sys
 import threading
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -208,7 +209,7 @@ class Recorder:
     """Watches the SDK's traffic: notes cacheable requests coming in, records their results
     going out, and drops the SDK's answers to requests the fast path already answered."""
 
-    def __init__(self, cache: HandshakeCache | None, answered: set[Any] = frozenset()) -> None:
+    def __init__(self, cache: HandshakeCache | None, answered: AbstractSet[Any] = frozenset()) -> None:
         self._cache = cache
         self._waiting: dict[Any, str] = {}
         self._answered = set(answered)

@@ -20,7 +20,7 @@ class HealthResult(BaseModel):
     alive: bool
     version: str
     timestamp: str
-    checks: list[HealthCheck] | None = Field(None, description="Each check (only with verbose).")
+    checks: list[HealthCheck] | None = Field(default=None, description="Each check (only with verbose).")
 
 
 class Connection(BaseModel):

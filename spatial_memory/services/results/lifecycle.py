@@ -25,7 +25,7 @@ class DecayResult(BaseModel):
         description="The decayed memories, largest importance drop first (at most 100; see details_truncated)."
     )
     dry_run: bool
-    details_truncated: bool = Field(False, description="True when decayed_memories lists only the first 100.")
+    details_truncated: bool = Field(default=False, description="True when decayed_memories lists only the first 100.")
 
 
 class ReinforcedMemory(BaseModel):
@@ -50,9 +50,9 @@ class Extraction(BaseModel):
     start_pos: int = Field(description="Start offset of the statement in the source text.")
     end_pos: int = Field(description="End offset (exclusive) of the statement in the source text.")
     stored: bool
-    memory_id: str | None = Field(None, description="Id of the stored memory, when stored.")
+    memory_id: str | None = Field(default=None, description="Id of the stored memory, when stored.")
     duplicate_of: str | None = Field(
-        None, description="When skipped as a duplicate: the id of the existing (or just-stored) similar memory."
+        default=None, description="When skipped as a duplicate: the id of the existing (or just-stored) similar memory."
     )
 
 
@@ -71,8 +71,8 @@ class ConsolidationGroup(BaseModel):
         description="merged (merge_content), deleted (keep_* strategies: the others were deleted), preview "
         "(dry run), or skipped (the merged memory would break a size limit; nothing changed)."
     )
-    reason: str | None = Field(None, description="Why a group was skipped.")
-    statement: str | None = Field(None, description="distill: the semantic memory the episodes become.")
+    reason: str | None = Field(default=None, description="Why a group was skipped.")
+    statement: str | None = Field(default=None, description="distill: the semantic memory the episodes become.")
 
 
 class ConsolidateResult(BaseModel):

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal
+from datetime import datetime
+from typing import Annotated, Any, Literal, overload
 
 from pydantic import BaseModel, Field
 
@@ -30,13 +31,13 @@ class ContextMemory(BaseModel):
     occurred_at: str | None = None
 
     @classmethod
-    def of(cls, record: MemoryRecord, offset: int) -> ContextMemory:
+    def of(cls, record: MemoryRecord, offset: int, sequence: int) -> ContextMemory:
         c = record.conversation
         return cls(
             id=record.id,
             content=record.content,
             offset=offset,
-            sequence=c.sequence,
+            sequence=sequence,
             speaker=c.speaker,
             occurred_at=iso(c.occurred_at) if c.occurred_at is not None else None,
         )
@@ -51,16 +52,16 @@ class MemoryItem(BaseModel):
     importance: float
     created_at: str
     metadata: dict[str, Any]
-    session_id: str | None = Field(None, description="The conversation or episode it belongs to.")
-    sequence: int | None = Field(None, description="Its order within the session.")
-    speaker: str | None = Field(None, description="Who said or wrote it.")
-    occurred_at: str | None = Field(None, description="When it happened (ISO 8601), when known.")
+    session_id: str | None = Field(default=None, description="The conversation or episode it belongs to.")
+    sequence: int | None = Field(default=None, description="Its order within the session.")
+    speaker: str | None = Field(default=None, description="Who said or wrote it.")
+    occurred_at: str | None = Field(default=None, description="When it happened (ISO 8601), when known.")
     context: list[ContextMemory] | None = Field(
-        None, description="With recall's context=N: its session neighbours, marked as context, in order."
+        default=None, description="With recall's context=N: its session neighbours, marked as context, in order."
     )
-    pinned: bool = Field(False, description="A pinned memory: recall lists these first.")
+    pinned: bool = Field(default=False, description="A pinned memory: recall lists these first.")
     weak: bool = Field(
-        False, description="recall: far below the best hit or the relevance floor, so likely not relevant."
+        default=False, description="recall: far below the best hit or the relevance floor, so likely not relevant."
     )
 
     @classmethod
@@ -73,7 +74,7 @@ class ProvenanceInfo(BaseModel):
         description="What wrote it: remember, remember_batch, extract, import, consolidate, update, revert, "
         "supersede or hook."
     )
-    client: str | None = Field(None, description="The MCP client's name (from initialize).")
+    client: str | None = Field(default=None, description="The MCP client's name (from initialize).")
     client_version: str | None = None
     session_id: str | None = None
     derived_from: list[str] = Field(default_factory=list, description="Ids of the memories it came from.")
@@ -133,10 +134,10 @@ class RelationItem(BaseModel):
 class FullMemory(MemoryDetail):
     """get_memories: a memory with its versions; a superseded one with its successor."""
 
-    current: bool = Field(True, description="False when a successor closed it (supersedes).")
-    valid_until: str | None = Field(None, description="When it stopped being current (closed memories).")
+    current: bool = Field(default=True, description="False when a successor closed it (supersedes).")
+    valid_until: str | None = Field(default=None, description="When it stopped being current (closed memories).")
     superseded_by: str | None = None
-    versions: int = Field(1, description="Versions kept, this one included (memory_history lists them).")
+    versions: int = Field(default=1, description="Versions kept, this one included (memory_history lists them).")
     relations: list[RelationItem] = Field(default_factory=list, description="Its relations, either direction.")
 
 
@@ -166,14 +167,16 @@ class MemoryVersion(BaseModel):
     pinned: bool
     expires_at: str | None = None
     valid_from: str
-    valid_until: str | None = Field(None, description="null for the current version.")
+    valid_until: str | None = Field(default=None, description="null for the current version.")
     current: bool
-    retired_by: str | None = Field(None, description="update or supersede.")
+    retired_by: str | None = Field(default=None, description="update or supersede.")
     superseded_by: str | None = None
     provenance: ProvenanceInfo | None = None
-    changed: list[str] | None = Field(None, description="diff=true: the fields that differ from the version before.")
+    changed: list[str] | None = Field(
+        default=None, description="diff=true: the fields that differ from the version before."
+    )
     diff: list[DiffPart] | None = Field(
-        None, description="diff=true: the content against the version before, by words."
+        default=None, description="diff=true: the content against the version before, by words."
     )
 
 
@@ -204,7 +207,7 @@ class SimilarMemory(BaseModel):
     similarity: float
     relation: str = Field(description="duplicate, or contradiction: alike but a number, date or negation differs.")
     content_preview: str
-    index: int | None = Field(None, description="remember_batch: the item it resembles.")
+    index: int | None = Field(default=None, description="remember_batch: the item it resembles.")
 
 
 class RememberResult(BaseModel):
@@ -251,7 +254,7 @@ class RecallResult(BaseModel):
     memories: list[MemoryItem]
     total: int
     expanded: list[ExpandedMemory] | None = Field(
-        None, description="With expand: memories reached from the hits by spreading activation."
+        default=None, description="With expand: memories reached from the hits by spreading activation."
     )
 
 
@@ -336,16 +339,29 @@ class RenameNamespaceResult(BaseModel):
     message: str
 
 
-def timestamp(value: Any) -> str | None:
+@overload
+def timestamp(value: None) -> None: ...
+
+
+@overload
+def timestamp(value: datetime) -> str: ...
+
+
+@overload
+def timestamp(value: datetime | None) -> str | None: ...
+
+
+def timestamp(value: datetime | None) -> str | None:
     return iso(value) if value is not None else None
 
 
 class HybridMemoryItem(MemoryItem):
     vector_score: float | None = Field(
-        None, description="Cosine similarity from the vector search; null when the memory was not among its results."
+        default=None,
+        description="Cosine similarity from the vector search; null when the memory was not among its results.",
     )
     fts_score: float | None = Field(
-        None,
+        default=None,
         description="BM25 keyword score divided by the best keyword score for this query (1.0 = best keyword "
         "match, 0-1); null when the memory did not match by keyword.",
     )

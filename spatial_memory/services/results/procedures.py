@@ -29,7 +29,7 @@ class ProcedureItem(BaseModel):
     executions: int = 0
     domain: str
     trigger_pattern: str | None = None
-    status: str = Field("live", description="live, captured (awaiting a successful run) or deprecated.")
+    status: str = Field(default="live", description="live, captured (awaiting a successful run) or deprecated.")
     namespace: str
     score: float = Field(description="Match to the task, weighted by reliability.")
     pitfalls: list[str] = Field(default_factory=list, description="What failed in earlier runs, newest first.")

@@ -20,7 +20,9 @@ class PathMemory(BaseModel):
 class JourneyStep(BaseModel):
     step: int
     t: float
-    position: list[float] | None = Field(None, description="The interpolated vector (only with include_positions).")
+    position: list[float] | None = Field(
+        default=None, description="The interpolated vector (only with include_positions)."
+    )
     nearby_memories: list[PathMemory]
     distance_to_path: float = Field(description="Cosine distance from the nearest memory to this path point.")
 
@@ -39,7 +41,7 @@ class WanderStep(BaseModel):
     memory: MemoryItem
     similarity_to_previous: float
     selection_probability: float
-    via: str | None = Field(None, description="relation:<label> when the step followed a relation.")
+    via: str | None = Field(default=None, description="relation:<label> when the step followed a relation.")
 
 
 class WanderResult(BaseModel):
@@ -63,7 +65,7 @@ class Cluster(BaseModel):
     representative_memory: ClusterSample
     sample_memories: list[ClusterSample]
     coherence: Annotated[float, FOR_PROGRAMS]
-    member_ids: list[str] | None = Field(None, description="Every member's id (only with include_members).")
+    member_ids: list[str] | None = Field(default=None, description="Every member's id (only with include_members).")
 
 
 class RegionsResult(BaseModel):
@@ -71,8 +73,8 @@ class RegionsResult(BaseModel):
     total_memories: int
     noise_count: int
     clustering_quality: float = Field(description="Silhouette score over clustered memories (-1 to 1).")
-    sampled: bool = Field(False, description="True when a random sample of the namespace was analyzed.")
-    note: str | None = Field(None, description="Why a small store's answer looks as it does, and what to do.")
+    sampled: bool = Field(default=False, description="True when a random sample of the namespace was analyzed.")
+    note: str | None = Field(default=None, description="Why a small store's answer looks as it does, and what to do.")
 
 
 class VisualNode(BaseModel):
@@ -84,7 +86,7 @@ class VisualNode(BaseModel):
     cluster: int
     importance: float
     highlighted: bool = False
-    tier: str | None = Field(None, description="working, episodic, semantic or procedural.")
+    tier: str | None = Field(default=None, description="working, episodic, semantic or procedural.")
 
 
 class VisualEdge(BaseModel):
@@ -110,5 +112,5 @@ class VisualizeResult(BaseModel):
     edges: list[VisualEdge] | None = None
     clusters: list[VisualCluster] | None = None
     bounds: dict[str, float] | None = None
-    output: str | None = Field(None, description="The mermaid or svg text (for those formats).")
+    output: str | None = Field(default=None, description="The mermaid or svg text (for those formats).")
     cached: bool = False

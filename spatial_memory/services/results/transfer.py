@@ -12,13 +12,15 @@ class ExportResult(BaseModel):
     format: str
     output_path: str = Field(description="The absolute path written.")
     memories_exported: int
-    versions_exported: int = Field(0, description="Retired versions written beside them (rows with valid_until).")
-    relations_exported: int = Field(0, description="Relations written with their source memories.")
+    versions_exported: int = Field(
+        default=0, description="Retired versions written beside them (rows with valid_until)."
+    )
+    relations_exported: int = Field(default=0, description="Relations written with their source memories.")
     file_size_bytes: int
     file_size_mb: float
     namespaces_included: list[str]
     duration_seconds: float
-    compression: str | None = Field(None, description="zstd for parquet; null for json and csv.")
+    compression: str | None = Field(default=None, description="zstd for parquet; null for json and csv.")
     include_vectors: bool
 
 
@@ -26,7 +28,7 @@ class ImportValidationError(BaseModel):
     row_number: int = Field(description="1-based position of the record in the file (a CSV header is not counted).")
     field: str
     error: str
-    value: str | None = Field(None, description="The offending value, truncated to 100 characters.")
+    value: str | None = Field(default=None, description="The offending value, truncated to 100 characters.")
 
 
 class ImportedMemoryPreview(BaseModel):
@@ -41,8 +43,10 @@ class ImportResult(BaseModel):
     total_records_in_file: int
     memories_imported: int = Field(description="Memories stored (always 0 on a dry run; see would_import).")
     memories_skipped: int = Field(description="Valid records skipped as duplicates (deduplicate=true).")
-    versions_imported: int = Field(0, description="Retired versions restored into the memories' history.")
-    relations_imported: int = Field(0, description="Relations restored (those whose target is gone are dropped).")
+    versions_imported: int = Field(default=0, description="Retired versions restored into the memories' history.")
+    relations_imported: int = Field(
+        default=0, description="Relations restored (those whose target is gone are dropped)."
+    )
     memories_failed: int = Field(description="Records that failed validation.")
     validation_errors: list[ImportValidationError] = Field(description="One entry per bad field (at most 100).")
     namespace_override: str | None = None

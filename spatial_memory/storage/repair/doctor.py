@@ -256,7 +256,10 @@ def _query_indexes(table, indices) -> list[str]:
         from lancedb.query import MatchQuery  # imported here: see connection.py's docstring
 
         try:
-            table.search(MatchQuery("memory", "content"), query_type="fts").select(["id", "_score"]).limit(1).to_arrow()
+            table.search(
+                MatchQuery("memory", "content"),  # pyright: ignore[reportCallIssue] - lancedb's pydantic dataclass: the checker sees none of its field defaults
+                query_type="fts",
+            ).select(["id", "_score"]).limit(1).to_arrow()
         except Exception as exc:  # noqa: BLE001
             problems.append(f"keyword search through the full-text index fails: {_short(exc)}")
     if any("HNSW" in k or "IVF" in k for k in kinds):

@@ -102,13 +102,21 @@ def _manifest(body: bytes) -> Manifest:
         if number == _VERSION:
             version = int(value)
         elif number == _FRAGMENTS:
-            fragments.append(_fragment(value))
+            fragments.append(_fragment(_nested(value)))
         elif number == _SCHEMA_METADATA:
-            entry = dict(_fields(value))
+            entry = dict(_fields(_nested(value)))
             metadata[bytes(entry.get(1, b"")).decode("utf-8", "replace")] = bytes(entry.get(2, b""))
         elif number == _TRANSACTION_FILE:
             transaction = bytes(value).decode("utf-8", "replace")
     return Manifest(version, tuple(fragments), metadata, transaction)
+
+
+def _nested(value: int | bytes) -> bytes:
+    """A field that holds a message: bytes, or a ValueError (read_manifest's ManifestError) when a
+    damaged file holds a number there."""
+    if isinstance(value, int):
+        raise ValueError(f"a number ({value}) where a message belongs")
+    return value
 
 
 def _fragment(body: bytes) -> Fragment:
@@ -120,11 +128,11 @@ def _fragment(body: bytes) -> Fragment:
         elif number == _PHYSICAL_ROWS:
             physical = int(value)
         elif number == _FRAGMENT_FILES:
-            paths = [v for n, v in _fields(value) if n == _FILE_PATH]
+            paths = [v for n, v in _fields(_nested(value)) if n == _FILE_PATH]
             if paths:
                 files.append(bytes(paths[0]).decode("utf-8", "replace"))
         elif number == _FRAGMENT_DELETIONS:
-            deleted = int(dict(_fields(value)).get(_DELETED_ROWS, 0))
+            deleted = int(dict(_fields(_nested(value))).get(_DELETED_ROWS, 0))
     return Fragment(fragment_id, tuple(files), physical, deleted)
 
 

@@ -133,7 +133,7 @@ class CandidateSearch:
         instead of a search of the id index (faster on large tables: docs/BENCHMARKS.md). A row
         deleted or moved by a compaction since is not there, or holds another memory: it is left
         out, for `get_many` to find by id."""
-        known = [(candidates.ids[i], candidates.addresses[i]) for i in indices if candidates.addresses[i] is not None]
+        known = [(candidates.ids[i], address) for i in indices if (address := candidates.addresses[i]) is not None]
         if not known:
             return {}
         try:
@@ -161,9 +161,10 @@ class CandidateSearch:
         records = self._exact.fetch_rows(snap, stale.tolist(), with_vectors=False)
         if records is None:
             return None
+        fresh_rows: list[int] = fresh.tolist()
         parts = [
             Candidates.of_columns(
-                [snap.ids[row] for row in fresh.tolist()],
+                [snap.ids[row] for row in fresh_rows],
                 snap.summary.select(RANKING_COLUMNS).take(fresh),
                 snap.vectors[fresh],
             ),

@@ -88,7 +88,7 @@ class Candidates:
             addresses=table.column(ROW_ID).to_pylist() if ROW_ID in table.column_names else [None] * len(ids),
         )
 
-    def take(self, indices: Sequence[int]) -> Candidates:
+    def take(self, indices: Sequence[int] | np.ndarray) -> Candidates:
         idx = list(indices)
         return Candidates(
             ids=[self.ids[i] for i in idx],

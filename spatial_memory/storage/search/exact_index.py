@@ -400,7 +400,9 @@ def _expiries(table: pa.Table) -> np.ndarray:
     if "expires_at" not in table.column_names:
         return np.full(n, np.inf)
     seconds = pc.cast(table.column("expires_at"), pa.int64()).to_numpy(zero_copy_only=False)
-    expires = np.where(pc.is_null(table.column("expires_at")).to_numpy(zero_copy_only=False), np.inf, 0.0)
+    expires = np.where(
+        pc.call_function("is_null", [table.column("expires_at")]).to_numpy(zero_copy_only=False), np.inf, 0.0
+    )
     known = ~np.isinf(expires)
     expires[known] = np.asarray(seconds, dtype=np.float64)[known] / 1e6
     if "pinned" in table.column_names:

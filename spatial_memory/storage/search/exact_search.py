@@ -13,7 +13,7 @@ from datetime import datetime
 import numpy as np
 
 from ...records import ContentMatch, MemoryRecord, ScoredMemory
-from ..filters import Filter, build_filter
+from ..filters import Filter, build_filter, ids_clause
 from ..table.connection import take_in_order
 from ..table.schema import SUMMARY_COLUMNS, rows_to_records
 from ..table.table import MemoryTable
@@ -196,7 +196,7 @@ class ExactSearch:
             if len(pending) > RESOLVE_BY_ID_MAX:  # many rewritten rows: every address, from one scan
                 found = query.select(["id"]).limit(None).to_arrow()
             else:
-                query = query.where(build_filter(ids=pending).sql).select(SUMMARY_COLUMNS)
+                query = query.where(ids_clause(pending)).select(SUMMARY_COLUMNS)
                 found = query.limit(len(pending)).to_arrow()
             if self._table.newest_version != snap.version:
                 return

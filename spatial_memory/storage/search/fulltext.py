@@ -141,7 +141,9 @@ class FullTextSearch:
         self._activity.keyword_searches += 1  # see Maintenance.fts_may_lag
         try:
             return self._namespace_search.run(
-                lambda table, rows, share: table.query().nearest_to_text(MatchQuery(terms, "content")),
+                lambda table, rows, share: table.query().nearest_to_text(
+                    MatchQuery(terms, "content")  # pyright: ignore[reportCallIssue] - lancedb's pydantic dataclass: the checker sees none of its field defaults
+                ),
                 columns,
                 "_score",
                 limit,

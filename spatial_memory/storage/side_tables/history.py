@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from ...errors import StorageError
 from ...records import MemoryRecord
-from ..filters import MAX_LIST_VALUES, Filter, build_filter, quote, retired_current_at
+from ..filters import MAX_LIST_VALUES, Filter, build_filter, ids_clause, quote, retired_current_at
 from ..table.schema import (
     HISTORY_COLUMNS,
     HISTORY_TABLE,
@@ -177,7 +177,7 @@ class VersionHistory:
             return []
         states: list[RetiredState] = []
         for start in range(0, len(wanted), MAX_LIST_VALUES):
-            where = build_filter(ids=wanted[start : start + MAX_LIST_VALUES]).sql
+            where = ids_clause(wanted[start : start + MAX_LIST_VALUES])
             states += self._real(self._history_rows(where))
         return sorted(states, key=lambda s: s.record.version, reverse=True)
 

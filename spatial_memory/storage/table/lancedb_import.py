@@ -35,10 +35,11 @@ def defer_package_init(name: str) -> bool:
     if spec is None or spec.loader is None or spec.submodule_search_locations is None:
         return False
     module = importlib.util.module_from_spec(spec)
+    loader = spec.loader
 
     def __getattr__(attribute: str):  # PEP 562: called only for attributes not yet defined
         module.__dict__.pop("__getattr__", None)
-        spec.loader.exec_module(module)
+        loader.exec_module(module)
         return getattr(module, attribute)
 
     module.__getattr__ = __getattr__  # type: ignore[attr-defined]

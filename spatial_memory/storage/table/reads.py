@@ -199,7 +199,7 @@ class Reads:
 
     def stats(self) -> dict[str, Any]:
         handle = self._table.handle
-        stats = handle.stats()
+        stats = self._table.statistics()
         fragments = stats["fragment_stats"]
         indices = [
             {

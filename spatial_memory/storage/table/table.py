@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 
@@ -199,8 +199,13 @@ class MemoryTable:
     def count_rows(self, where: str | None = None) -> int:
         return self.handle.count_rows(where)
 
+    def statistics(self) -> dict[str, Any]:
+        """LanceDB's table statistics: a plain dict (lancedb 0.40 annotates it as its TableStatistics
+        dataclass, which it does not return)."""
+        return cast("dict[str, Any]", self.handle.stats())
+
     def fragment_count(self) -> int:
-        return int(self.handle.stats()["fragment_stats"]["num_fragments"])
+        return int(self.statistics()["fragment_stats"]["num_fragments"])
 
     def scan(
         self, where: str | None, columns: list[str], limit: int | None = None, *, exact_count: bool = True

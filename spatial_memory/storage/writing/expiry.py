@@ -22,7 +22,11 @@ class Expiry:
             return cached[1]
         where = "expires_at IS NOT NULL AND NOT COALESCE(pinned, false)"
         table = self._table.scan(where, ["expires_at"], exact_count=False)
-        first = pc.min(table.column("expires_at")).as_py().timestamp() if table.num_rows else float("inf")
+        first = (
+            pc.call_function("min", [table.column("expires_at")]).as_py().timestamp()
+            if table.num_rows
+            else float("inf")
+        )
         self._at_version = (version, first)
         return first
 

@@ -121,6 +121,7 @@ class StoreLock(ReentrantLock):
             if fcntl is not None:
                 fcntl.flock(fd, fcntl.LOCK_UN)
             else:  # pragma: no cover - Windows
+                assert msvcrt is not None  # no fcntl: Windows, which has msvcrt
                 os.lseek(fd, 0, os.SEEK_SET)
                 msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
             return "free"
@@ -138,6 +139,7 @@ class StoreLock(ReentrantLock):
             if fcntl is not None:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             else:  # pragma: no cover - Windows
+                assert msvcrt is not None  # no fcntl: Windows, which has msvcrt
                 os.lseek(fd, 0, os.SEEK_SET)
                 msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
             return True
@@ -173,6 +175,7 @@ class StoreLock(ReentrantLock):
         if fcntl is not None:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
         else:  # pragma: no cover - Windows
+            assert msvcrt is not None  # no fcntl: Windows, which has msvcrt
             os.lseek(self._fd, 0, os.SEEK_SET)
             msvcrt.locking(self._fd, msvcrt.LK_UNLCK, 1)
 

@@ -26,6 +26,7 @@ def read_only_reason(db_path: Path | str, *, forced: bool = False) -> str | None
         return "SPATIAL_MEMORY_READ_ONLY is set"
     if is_remote(db_path):
         return None
+    db_path = Path(db_path)  # a local directory, named by a str or a Path
     if db_path.is_dir() and not os.access(db_path, os.W_OK):
         return f"its directory {db_path} is not writable"
     try:  # the first thing every write does; root passes os.access on read-only media only here
