@@ -59,6 +59,16 @@ class HashEmbedder:
         return self._one(text)
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """A test module may start slow work beside the tests collected before it (start_in_background:
+    test_types.py's type check): once per module, and only when its tests will run."""
+    modules = {id(item.module): item.module for item in session.items if isinstance(item, pytest.Function)}
+    for module in modules.values():
+        start = getattr(module, "start_in_background", None)
+        if callable(start):
+            start()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def user_cache_dir(tmp_path_factory: pytest.TempPathFactory):
     """Servers the tests spawn keep their handshake cache here, not in the user's home."""
