@@ -227,7 +227,10 @@ async def _call(app: App, ctx: Context, fn: Work, progress: str | None) -> CallT
             # A cancelled request (or a client that closed the pipe) returns at once instead of
             # waiting for its worker; the token makes the worker stop before any commit it has
             # not started yet, so nothing is written for a client that is gone.
-            result = await _run_with_progress(fn, app, ctx, progress)
+            # The result is turned into what is sent (its lean text, its structured content) in the
+            # worker too: CPU work the event loop need not wait on (a result that cannot be
+            # serialized is still a typed error, below).
+            result = await _run_with_progress(lambda a: success(fn(a)), app, ctx, progress)
         except anyio.get_cancelled_exc_class():
             cancelled.set()
             raise
@@ -236,11 +239,8 @@ async def _call(app: App, ctx: Context, fn: Work, progress: str | None) -> CallT
             return failure(exc)
         except Exception:  # noqa: BLE001 - the one place unexpected errors are caught
             return internal_failure(getattr(fn, "__qualname__", "tool"))
-    try:
-        out = success(result)
-    except Exception:  # noqa: BLE001 - a result that cannot be serialized is still a typed error
-        return internal_failure(getattr(fn, "__qualname__", "tool"))
-    return _bounded(out, app.resources.settings.max_result_bytes)
+    assert isinstance(result, CallToolResult)  # success() made it, in the worker
+    return _bounded(result, app.resources.settings.max_result_bytes)
 
 
 def _bounded(out: CallToolResult, limit: int) -> CallToolResult:
