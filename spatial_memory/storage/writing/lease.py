@@ -64,17 +64,34 @@ def lease_schema() -> pa.Schema:
     )
 
 
+# How long a replica waits for the lease table another replica is creating to become readable.
+CREATE_WAIT_SECONDS = 10.0
+
+
 def open_lease_table(db):
     """The lease table, created with one free row per lease when the store has none."""
     if LEASE_TABLE in db.list_tables().tables:
-        return db.open_table(LEASE_TABLE)
+        return _open_created(db)
     names = [WRITE_LEASE, INDEX_LEASE]
     free = {"holder": ["", ""], "expires_ms": [0, 0], "waiter": ["", ""], "waiter_until_ms": [0, 0]}
     rows = pa.table({"name": names, **free}, schema=lease_schema())
     try:
         return db.create_table(LEASE_TABLE, rows)
     except (ValueError, OSError):  # another replica created it meanwhile (its create committed first)
-        return db.open_table(LEASE_TABLE)
+        return _open_created(db)
+
+
+def _open_created(db):
+    """Open the lease table, which may be listed before its first version is readable: a replica
+    that started at the same moment is still creating it ("Table 'leases' was not found")."""
+    deadline = time.monotonic() + CREATE_WAIT_SECONDS
+    while True:
+        try:
+            return db.open_table(LEASE_TABLE)
+        except ValueError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.05)
 
 
 def _now_ms() -> int:
