@@ -29,10 +29,10 @@ from typing import Any
 import numpy as np
 
 from spatial_memory.evaluation import locomo
+from spatial_memory.evaluation.near_copies import pairs
 
 from .common import print_table, write_json
 from .model_paths import dev_texts
-from .near_copies import pairs
 from .reference import host_load
 
 # Every threshold a decision on embedded vectors uses by default (decisions.py's callers).

@@ -12,6 +12,7 @@ from mcp import Client
 from spatial_memory.config import Settings
 from spatial_memory.embeddings import EmbeddingRouter
 from spatial_memory.embeddings.decisions import SAFETY, at_least, band_at, decide, load_shifts
+from spatial_memory.evaluation.near_copies import pairs
 from spatial_memory.server import create_server
 
 from .conftest import data
@@ -96,8 +97,6 @@ async def _decisions(root, embedder, corpus, chosen) -> list[tuple]:
 async def test_extract_and_consolidate_decide_the_closest_pairs_as_fp32(tmp_path, paths):
     """The corpus pairs nearest remember's / extract's 0.9 and consolidate's 0.85 in fp32 (within
     the band, so decided again): a server on int8-row groups and deduplicates them as one on fp32."""
-    from benchmarks.near_copies import pairs
-
     corpus = [(a, b) for a, b, _ in pairs()]
     texts = list(dict.fromkeys(t for pair in corpus for t in pair))
     fp32 = dict(zip(texts, paths["fp32"].embed_documents(texts), strict=True))
