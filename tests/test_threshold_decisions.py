@@ -15,7 +15,7 @@ from spatial_memory.embeddings.decisions import SAFETY, at_least, band_at, decid
 from spatial_memory.evaluation.near_copies import pairs
 from spatial_memory.server import create_server
 
-from .conftest import data
+from .conftest import HashEmbedder, data
 
 
 class _Reference:
@@ -109,3 +109,67 @@ async def test_extract_and_consolidate_decide_the_closest_pairs_as_fp32(tmp_path
     assert row.reference_asks > 0  # these pairs were within the band
     model = next(c for c in health["checks"] if c["name"] == "model")
     assert "decided on fp32 vectors" in model["message"], model
+
+
+class _SaysAllAlike(HashEmbedder):
+    """Hash vectors, and a 'reference path' that finds every two texts identical, with a band
+    wider than any cosine: each site's decision is then the reference's, so a site that compares
+    its own cosine with its threshold shows."""
+
+    def __init__(self, band: float) -> None:
+        super().__init__()
+        self.band = band
+        self.asked = 0
+
+    def decision_band(self, threshold: float) -> float:
+        return self.band
+
+    def reference_vectors(self, texts: list[str]) -> np.ndarray:
+        self.asked += 1
+        return np.tile(np.eye(1, self.dimension, dtype=np.float32), (len(texts), 1))
+
+    def decision_note(self) -> str:
+        return ""
+
+
+UNRELATED = ["The cat sleeps on the radiator.", "The hallway light flickers.", "Tulips need cold winters."]
+SKILL = {
+    "trajectory": [{"action": "Pin the random seed"}, {"action": "Run the flaky test 50 times"}],
+    "outcome_score": 0.9,
+    "domain": "coding",
+    "trigger_pattern": "a test fails now and then",
+}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("band", [0.0, 3.0])
+async def test_every_site_decides_near_its_threshold_through_the_routine(tmp_path, band):
+    embedder = _SaysAllAlike(band)
+    alike = band > 0
+    async with Client(create_server(Settings(path=tmp_path / "store", preload=False), embedder=embedder)) as client:
+        first = data(await client.call_tool("remember", {"content": UNRELATED[0], "namespace": "a"}))
+        # remember's look-alikes (0.9 / 0.75)
+        second = data(await client.call_tool("remember", {"content": UNRELATED[1], "namespace": "a"}))
+        assert bool(second.get("similar_existing")) == alike, second
+        # extract's near-copies (0.9)
+        extracted = data(await client.call_tool("extract", {"text": "We decided to use PostgreSQL.", "namespace": "a"}))
+        assert any(e.get("duplicate_of") for e in extracted["extractions"]) == alike, extracted
+        # consolidate's groups (0.85)
+        merged = data(await client.call_tool("consolidate", {"namespace": "a"}))
+        assert (merged["groups_found"] > 0) == alike, merged
+        # discover_connections (0.5) and corpus_bridges (0.8)
+        data(await client.call_tool("remember", {"content": UNRELATED[2], "namespace": "b"}))
+        connections = data(await client.call_tool("discover_connections", {"memory_id": first["id"]}))
+        assert (connections["total"] > 0) == alike, connections
+        bridges = data(await client.call_tool("corpus_bridges", {}))
+        assert (bridges["total_bridges"] > 0) == alike, bridges
+        # how_to (0.2)
+        data(await client.call_tool("build_skill", {**SKILL, "namespace": "c"}))
+        found = data(await client.call_tool("how_to", {"task": "zebra migration routes", "namespace": "c"}))
+        assert bool(found["procedures"]) == alike, found
+        # distill (0.6): three episodes of one session that share nothing
+        episodes = [{"content": t, "namespace": "d", "memory_type": "conversation"} for t in UNRELATED]
+        data(await client.call_tool("remember_batch", {"memories": episodes}))
+        distilled = data(await client.call_tool("consolidate", {"namespace": "d", "strategy": "distill"}))
+        assert (distilled["groups_found"] > 0) == alike, distilled
+    assert (embedder.asked > 0) == alike

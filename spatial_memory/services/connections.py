@@ -190,17 +190,18 @@ class ConnectionService(Service):
         vectors = vectors_of(table) if table.num_rows else np.zeros((0, store.dim), np.float32)
         names = sorted(set(spaces.tolist()))
         groups = [np.flatnonzero(spaces == name) for name in names]
+        id_of: list[str] = ids.tolist()
         contents: dict[str, str] = {}
 
         def reaches(rows: np.ndarray, cols: np.ndarray, sims: np.ndarray) -> np.ndarray:
             """Pairs near min_similarity, decided as the embedder's fp32 path would."""
-            missing = list({ids[i] for i in (*rows.tolist(), *cols.tolist())} - contents.keys())
+            missing = list({id_of[i] for i in (*rows.tolist(), *cols.tolist())} - contents.keys())
             contents.update((r.id, r.content) for r in store.get_many(missing))
             return at_least(
                 self._resources.embedder,
                 sims,
                 float(min_similarity),
-                lambda k: (contents.get(ids[rows[k]], ""), contents.get(ids[cols[k]], "")),
+                lambda k: (contents.get(id_of[int(rows[k])], ""), contents.get(id_of[int(cols[k])], "")),
             )
 
         band = decision_band(self._resources.embedder, float(min_similarity))
