@@ -3,15 +3,13 @@
     python -m benchmarks.near_copies                      # fp32 against int8-row
     python -m benchmarks.near_copies --paths fp32,int8-row,int8
 
-A corpus of pairs written for this check (not LoCoMo; spatial_memory/evaluation/near_copies.py): developer notes and conversation lines,
-each beside light rewordings of itself (near-copies: a word changed, a clause added, case and
-punctuation) and near-misses (another number, another tool or person, a negation, the same topic
-said otherwise). Per path:
+A corpus of pairs written for this check (not LoCoMo; spatial_memory/evaluation/near_copies.py):
+developer notes and conversation lines beside light rewordings of themselves (near-copies) and
+near-misses (another number, tool or person, a negation, the same topic said otherwise). Per path:
 
 - every pair's cosine, the texts embedded in one batch as ingest does; the decisions at each
-  threshold a tool uses by default (remember's and extract's 0.9, consolidate's and distill's
-  0.85, the contradiction check's 0.75, import's 0.95, connections' 0.8, how_to's 0.2), counted
-  against fp32's: a flip is a pair on one side for fp32 and the other for the path;
+  threshold a tool uses by default (THRESHOLDS), counted against fp32's: a flip is a pair on one
+  side for fp32 and the other for the path;
 - through a spawned server on that path: each pair in its own namespace by `remember_batch`,
   `consolidate` (dry run, default threshold), then `extract` of the second text (default
   threshold): whether a group is found, whether the text is deduplicated; compared with fp32's.
@@ -29,19 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from spatial_memory.evaluation.near_copies import pairs
+from spatial_memory.evaluation.near_copies import THRESHOLDS, pairs
 
 from .common import print_table, write_json
 from .reference import call, host_load, ours_command, spawn
-
-THRESHOLDS = {
-    "remember / extract 0.9": 0.9,
-    "consolidate / distill 0.85": 0.85,
-    "contradiction 0.75": 0.75,
-    "import 0.95": 0.95,
-    "connections 0.8": 0.8,
-    "how_to 0.2": 0.2,
-}
 
 
 def decisions(cosines: np.ndarray) -> dict[str, np.ndarray]:

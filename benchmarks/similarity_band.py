@@ -29,23 +29,12 @@ from typing import Any
 import numpy as np
 
 from spatial_memory.evaluation import locomo
-from spatial_memory.evaluation.near_copies import pairs
+from spatial_memory.evaluation.near_copies import THRESHOLDS, pairs
 
 from .common import print_table, write_json
 from .model_paths import dev_texts
 from .reference import host_load
 
-# Every threshold a decision on embedded vectors uses by default (decisions.py's callers).
-THRESHOLDS = {
-    "how_to 0.2": 0.2,
-    "connections 0.5": 0.5,
-    "distill 0.6": 0.6,
-    "contradiction 0.75": 0.75,
-    "bridges 0.8": 0.8,
-    "consolidate 0.85": 0.85,
-    "remember / extract 0.9": 0.9,
-    "import 0.95": 0.95,
-}
 NEAR = 0.1  # pairs this close (fp32) to a threshold are the ones whose bound matters
 BIN = 0.05
 SHIFT_FILE = Path(__file__).resolve().parents[1] / "spatial_memory" / "embeddings" / "int8_row_shift.json"

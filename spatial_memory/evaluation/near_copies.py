@@ -7,6 +7,18 @@ benchmarks/similarity_band.py measure on it; tests/test_threshold_decisions.py c
 
 from __future__ import annotations
 
+# Every threshold a decision on embedded vectors uses by default (embeddings/decisions.py's callers).
+THRESHOLDS = {
+    "how_to 0.2": 0.2,
+    "connections 0.5": 0.5,
+    "distill 0.6": 0.6,
+    "contradiction 0.75": 0.75,
+    "bridges 0.8": 0.8,
+    "consolidate 0.85": 0.85,
+    "remember / extract 0.9": 0.9,
+    "import 0.95": 0.95,
+}
+
 BASE = [
     "We decided to use PostgreSQL for the main database.",
     "The fix for the flaky test was to pin the random seed.",
