@@ -33,10 +33,10 @@ BUNDLED_DIMENSION = 384
 # (what every store written before the int8 paths existed records), the others add a suffix.
 PATH_IDS = {"fp32": BUNDLED_MODEL, "int8-row": f"{BUNDLED_MODEL}#int8-row", "int8": f"{BUNDLED_MODEL}#int8"}
 PRECISIONS = ("auto", *PATH_IDS)
-# The path a new store gets when the precision setting is auto: int8-row, about twice as fast to
-# ingest as fp32 and its vectors do not depend on their batch. Its cosines differ from fp32's by up
-# to ~0.02, so every threshold decision re-decides a similarity near its threshold on fp32 vectors
-# (decisions.py): the decisions are fp32's (docs/BENCHMARKS.md, issue 45).
+# The path a new store gets when the precision setting is auto: int8-row, faster than fp32 and its
+# vectors do not depend on their batch. Its cosines differ a little from fp32's, so a similarity
+# near a threshold is decided again on fp32 vectors (decisions.py): the decisions are fp32's as far
+# as the measured bound holds (docs/BENCHMARKS.md, issue 45).
 NEW_STORE_PATH = "int8-row"
 # fp32 vectors of texts decided again near a threshold, kept: a stored memory near many new ones
 # (a batch of restatements, a consolidate pass) is embedded once.
