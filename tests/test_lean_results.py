@@ -285,3 +285,17 @@ async def test_a_memory_resource_takes_the_short_id_results_show(client, setting
     await call(client, "import_memories", source_path="twins.json", dry_run=False, regenerate_embeddings=True)
     with pytest.raises(MCPError, match="AmbiguousIdError: The id 'abcd1234' begins 2"):
         await client.read_resource("memory://memory/abcd1234")
+
+
+async def test_short_ids_resolve_against_the_store_as_it_is_after_each_write(client):
+    # The ids are read once per table version: a write in between must be seen.
+    first = await call(client, "remember", content="the first note")
+    assert [m["id"] for m in (await call(client, "get_memories", memory_ids=[first["id"][:8]]))["memories"]] == [
+        first["id"]
+    ]
+    second = await call(client, "remember", content="a second, later note")
+    got = await call(client, "get_memories", memory_ids=[first["id"][:8], second["id"][:8]])
+    assert [m["id"] for m in got["memories"]] == [first["id"], second["id"]]
+    await call(client, "forget", memory_id=second["id"][:8])
+    gone = await call(client, "get_memories", memory_ids=[second["id"][:8]])
+    assert gone["memories"] == [] and gone["not_found"] == [second["id"][:8]]
