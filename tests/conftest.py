@@ -22,7 +22,11 @@ from .interop.node import NodeTools, node_tools
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """A test module may start slow work beside the tests collected before it (start_in_background:
-    test_types.py's type check): once per module, and only when its tests will run."""
+    test_types.py's type check): once per module, and only when its tests will run. Under xdist
+    every worker collects every test and runs only some: there the test does its work itself, in
+    the worker that runs it (the other worker keeps the other core busy meanwhile)."""
+    if hasattr(session.config, "workerinput"):
+        return
     modules = {id(item.module): item.module for item in session.items if isinstance(item, pytest.Function)}
     for module in modules.values():
         start = getattr(module, "start_in_background", None)
