@@ -19,6 +19,34 @@ from spatial_memory.storage.store import MemoryStore
 from .hash_embedder import HashEmbedder
 from .interop.node import NodeTools, node_tools
 
+# The modules that take longest (measured: `--durations`), longest first. Under xdist every worker
+# orders its collection by this list, so the scheduler hands these out first and the short ones
+# fill the gaps at the end, instead of a long module starting last and running alone.
+LONGEST_FIRST = (
+    "test_types",
+    "test_hybrid",
+    "test_reliability_crash",
+    "test_reliability_leaks",
+    "test_clients_2026",
+    "test_clean_exit",
+    "test_interop_skills",
+    "test_interop_typescript",
+    "test_s3_store",
+    "test_progress",
+    "test_atlas_browser",
+    "test_conversation_recall",
+    "test_model_path",
+    "test_subscriptions",
+    "test_signal_stop",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not hasattr(config, "workerinput"):
+        return  # one process: the collected order (the type check starts in the background instead)
+    rank = {name: place for place, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.stem, len(rank)))  # stable: a module's own order kept
+
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """A test module may start slow work beside the tests collected before it (start_in_background:
