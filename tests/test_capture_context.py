@@ -23,7 +23,7 @@ from spatial_memory.records import NewMemory
 from spatial_memory.runtime.resources import Resources
 from spatial_memory.server.app import App
 
-from .conftest import HashEmbedder
+from .hash_embedder import HashEmbedder
 from .reliability import new_store
 from .test_capture_hooks import fixture, hook_env, make_project, run_hook, store_settings
 
