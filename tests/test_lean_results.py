@@ -25,7 +25,8 @@ from spatial_memory.services.results import (
 )
 from spatial_memory.tools.lean import is_short_id, lean, rounded
 
-from .conftest import HashEmbedder, call, data, settings_at
+from .conftest import call, data, settings_at
+from .hash_embedder import HashEmbedder
 
 pytestmark = pytest.mark.anyio
 
