@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from spatial_memory.config import Settings
@@ -19,49 +16,45 @@ from spatial_memory.runtime.resources import Resources
 from spatial_memory.server.app import App
 from spatial_memory.storage.store import MemoryStore
 
+from .hash_embedder import HashEmbedder
 from .interop.node import NodeTools, node_tools
 
+# The modules that take longest (measured: `--durations`), longest first. Under xdist every worker
+# orders its collection by this list, so the scheduler hands these out first and the short ones
+# fill the gaps at the end, instead of a long module starting last and running alone.
+LONGEST_FIRST = (
+    "test_types",
+    "test_hybrid",
+    "test_reliability_crash",
+    "test_reliability_leaks",
+    "test_clients_2026",
+    "test_clean_exit",
+    "test_interop_skills",
+    "test_interop_typescript",
+    "test_s3_store",
+    "test_progress",
+    "test_atlas_browser",
+    "test_conversation_recall",
+    "test_model_path",
+    "test_subscriptions",
+    "test_signal_stop",
+)
 
-class HashEmbedder:
-    """Deterministic bag-of-words hashing embedder for plumbing tests (not for quality)."""
 
-    model_id = "test-hash-embedder"
-
-    def __init__(self, dimension: int = 64) -> None:
-        self._dimension = dimension
-        self.calls = 0
-
-    @property
-    def dimension(self) -> int:
-        return self._dimension
-
-    @property
-    def loaded(self) -> bool:
-        return True
-
-    def load(self) -> None:
-        pass
-
-    def _one(self, text: str) -> np.ndarray:
-        vec = np.zeros(self._dimension, dtype=np.float32)
-        for word in re.findall(r"\w+", text.lower()) or [text]:
-            digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
-            vec[int.from_bytes(digest[:4], "little") % self._dimension] += 1.0
-            vec[int.from_bytes(digest[4:], "little") % self._dimension] += 0.5
-        norm = np.linalg.norm(vec)
-        return vec / norm if norm else np.full(self._dimension, 1 / np.sqrt(self._dimension), np.float32)
-
-    def embed_documents(self, texts: list[str]) -> np.ndarray:
-        self.calls += 1
-        return np.stack([self._one(t) for t in texts]) if texts else np.zeros((0, self._dimension), np.float32)
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self._one(text)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not hasattr(config, "workerinput"):
+        return  # one process: the collected order (the type check starts in the background instead)
+    rank = {name: place for place, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.stem, len(rank)))  # stable: a module's own order kept
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """A test module may start slow work beside the tests collected before it (start_in_background:
-    test_types.py's type check): once per module, and only when its tests will run."""
+    test_types.py's type check): once per module, and only when its tests will run. Under xdist
+    every worker collects every test and runs only some: there the test does its work itself, in
+    the worker that runs it (the other worker keeps the other core busy meanwhile)."""
+    if hasattr(session.config, "workerinput"):
+        return
     modules = {id(item.module): item.module for item in session.items if isinstance(item, pytest.Function)}
     for module in modules.values():
         start = getattr(module, "start_in_background", None)

@@ -12,7 +12,8 @@ import numpy as np
 from spatial_memory.config import Settings
 from spatial_memory.storage.store import MemoryStore
 
-from .conftest import HashEmbedder, data, settings_at
+from .conftest import data, settings_at
+from .hash_embedder import HashEmbedder
 
 REFERENCE = Path(__file__).parent / "fixtures" / "reference_export"
 FIELDS = ("id", "content", "namespace", "tags", "importance", "source", "metadata")

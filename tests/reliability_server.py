@@ -18,7 +18,7 @@ def main() -> None:
     from spatial_memory.config import Settings
     from spatial_memory.runtime.shutdown import serve_then_exit
     from spatial_memory.server.app import create_server
-    from tests.conftest import HashEmbedder
+    from tests.hash_embedder import HashEmbedder
 
     settings = Settings()
     logging.basicConfig(

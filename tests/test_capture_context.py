@@ -23,7 +23,7 @@ from spatial_memory.records import NewMemory
 from spatial_memory.runtime.resources import Resources
 from spatial_memory.server.app import App
 
-from .conftest import HashEmbedder
+from .hash_embedder import HashEmbedder
 from .reliability import new_store
 from .test_capture_hooks import fixture, hook_env, make_project, run_hook, store_settings
 
@@ -155,3 +155,25 @@ async def test_a_running_server_answers_the_prompt_hook(tmp_path: Path) -> None:
     context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "Related to this prompt:" in context and "PostgreSQL 16" in context
     assert took < 3.0  # a round trip, not a model load (the server's embedder is the test's)
+
+
+def test_a_prompt_gets_recall_less_its_weak_hits(tmp_path: Path) -> None:
+    """The context a prompt adds stops where recall's relevance ends: the hits recall marks weak
+    (algorithms/relevance.py) are left out, the others kept, in order."""
+    app = App(Resources(store_settings(tmp_path), HashEmbedder()))
+    for text in (
+        "billing database settled: we use PostgreSQL for billing",
+        "the billing cron runs nightly at two",
+        "kiwi mango papaya",
+        "zebra giraffe lion savannah",
+        "red blue green",
+    ):
+        app.memory.remember(NewMemory(text, NS))
+    prompt = "which database did we decide to use for the billing service"
+    recalled = app.search.recall(prompt, namespace=NS, limit=5).memories
+    assert len(recalled) == 5 and any(m.weak for m in recalled)
+    text = build_within(5.0, app.resources.settings.path, NS, "new", prompt, open_app=lambda _: app)
+    shown = [line[2:] for line in text.split("Related to this prompt:\n")[1].splitlines()]
+    assert shown == [m.content for m in recalled if not m.weak] and len(shown) == 2
+    # A hit below the fixed floor the context had before (0.3) that the rule keeps is shown: one rule.
+    assert any(not m.weak and m.similarity < 0.3 for m in recalled)

@@ -23,7 +23,8 @@ from spatial_memory.capture.ingest import ingest_once
 from spatial_memory.capture.spool import Spool
 from spatial_memory.config import Settings
 
-from .conftest import HashEmbedder, data
+from .conftest import data
+from .hash_embedder import HashEmbedder
 from .test_secret_redaction import SECRETS
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hooks"

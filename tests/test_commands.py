@@ -38,7 +38,8 @@ NOT_TYPED = {
     "spatial-memory hook <event>": "CAPTURE.md: what the installed hooks run",
     "spatial-memory ingest": "CAPTURE.md: what a hook starts by itself",
 }
-DEVELOPMENT = "python -m benchmarks."  # the development route: pip install -e ".[dev]" (README, Tests)
+# The development route: pip install -e ".[dev]" (README, Tests): the benchmarks and the suite.
+DEVELOPMENT = ("python -m benchmarks.", "python -m pytest")
 
 
 def _blocks(text: str) -> list[str]:

@@ -15,7 +15,8 @@ from mcp import Client
 from spatial_memory.config import Settings
 from spatial_memory.server import create_server
 
-from .conftest import HashEmbedder, call, data
+from .conftest import call, data
+from .hash_embedder import HashEmbedder
 
 pytestmark = pytest.mark.anyio
 

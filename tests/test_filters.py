@@ -111,3 +111,14 @@ async def test_since_and_until_through_a_client_take_a_date_as_a_whole_day(clien
         wrong = await client.call_tool(tool, {"query": "moving", "since": "2023-06-02", "until": "2023-06-01"})
         assert wrong.is_error and data(wrong)["error"] == "ValidationError"
         assert "is after until" in data(wrong)["message"]
+
+
+def test_long_id_lists_are_cut_into_in_lists_of_at_most_the_limit_with_quoted_keys():
+    from spatial_memory.storage.filters import MAX_LIST_VALUES, any_in, chunks
+
+    keys = [f"k{i}" for i in range(2 * MAX_LIST_VALUES + 1)] + ["it's"]
+    assert [len(c) for c in chunks(keys)] == [MAX_LIST_VALUES, MAX_LIST_VALUES, 2]
+    clauses = list(any_in(("a_id", "b_id"), keys))
+    assert len(clauses) == 3
+    assert clauses[-1] == "a_id IN ('k2000', 'it''s') OR b_id IN ('k2000', 'it''s')"
+    assert list(any_in(("a_id",), [])) == []

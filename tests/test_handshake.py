@@ -14,7 +14,8 @@ from spatial_memory.config import Settings
 from spatial_memory.tools import build_tools
 from spatial_memory.transport.handshake import HandshakeCache, Recorder, cache_key, fingerprint
 
-from .conftest import HashEmbedder, data
+from .conftest import data
+from .hash_embedder import HashEmbedder
 
 pytestmark = pytest.mark.anyio
 

@@ -17,7 +17,8 @@ from spatial_memory.records import MemoryRecord, new_id
 from spatial_memory.storage.search.fulltext import MAX_QUERY_TERMS, match_text
 from spatial_memory.storage.store import MemoryStore
 
-from .conftest import HashEmbedder, data
+from .conftest import data
+from .hash_embedder import HashEmbedder
 from .test_protocol_core import assert_error, remember
 
 pytestmark = pytest.mark.anyio

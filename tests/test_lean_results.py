@@ -4,22 +4,29 @@ back, and recall's weak hits (algorithms/relevance.py), through a real MCP clien
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import numpy as np
 import pytest
+from pydantic import BaseModel, Field
 
 from spatial_memory.algorithms.relevance import WEAK_RULE, WeakRule, weak_hits
 from spatial_memory.services.results import (
     Cluster,
     ClusterSample,
+    HowToResult,
     MemoryItem,
     NamespaceItem,
     NamespacesResult,
+    ProcedureItem,
     RecallResult,
     RegionsResult,
+    StepItem,
 )
 from spatial_memory.tools.lean import is_short_id, lean, rounded
 
-from .conftest import call, data
+from .conftest import call, data, settings_at
+from .hash_embedder import HashEmbedder
 
 pytestmark = pytest.mark.anyio
 
@@ -110,7 +117,54 @@ def test_dates_references_ordinals_and_fields_for_programs():
     assert "cluster_id" not in cluster  # its place in the list
     # A memory shown by id and content alone is one string; the similarity to the centroid is for programs.
     assert cluster["representative_memory"] == f"{FULL[:8]}: pizza dough rests overnight"
+    # The samples beside it by id alone (BY_ID): get_memories reads them.
+    assert cluster["sample_memories"] == [FULL[:8]]
     assert regions["clustering_quality"] == 0.12
+
+
+def test_procedure_steps_read_as_one_string_where_unambiguous_and_a_weak_procedure_is_named_only():
+    steps = [
+        StepItem(action="run the test suite", tool="bash", result="all green"),
+        StepItem(action="build the image", tool="bash", parameters={"tag": "v2"}),
+        StepItem(action="deploy"),
+        StepItem(action="call f(x)", tool="python"),  # ends with ")": would read as its tool
+        StepItem(action="a -> b", result="c"),  # holds the separator
+    ]
+    found = ProcedureItem(
+        procedure_id=FULL,
+        name="deploying",
+        steps=steps,
+        success_rate=1.0,
+        domain="devops",
+        namespace="default",
+        score=0.6,
+    )
+    weak = found.model_copy(update={"weak": True, "name": "baking"})
+    shown = lean(HowToResult(procedures=[found, weak]))
+    strong, faint = shown["procedures"]
+    assert strong["steps"] == [
+        "run the test suite (bash) -> all green",
+        {"action": "build the image", "tool": "bash", "parameters": {"tag": "v2"}},
+        "deploy",
+        {"action": "call f(x)", "tool": "python"},
+        {"action": "a -> b", "result": "c"},
+    ]
+    assert "score" not in strong and "weak" not in strong  # a ranking number: the order says it
+    assert faint == {"procedure_id": FULL[:8], "name": "baking", "weak": True}
+
+
+_MADE: list[int] = []  # the calls of _Counted's default factory
+
+
+class _Counted(BaseModel):
+    tags: list[str] = Field(default_factory=lambda: _MADE.append(1) or [])
+
+
+def test_each_fields_default_is_looked_up_once_per_result_type():
+    items = [_Counted(tags=["x"]) for _ in range(5)]
+    assert _MADE == []  # a given value calls no factory
+    assert [lean(i) for i in items] == [{"tags": ["x"]}] * 5
+    assert len(_MADE) <= 1  # once for the type, not once per item
 
 
 def test_rounding_keeps_what_a_number_means():
@@ -176,3 +230,73 @@ async def test_a_short_id_beginning_several_memories_is_a_typed_error(client, se
     # Enough of it to tell them apart resolves.
     one = await call(client, "get_memories", memory_ids=[twins[1][:-4] + "0002"])
     assert [m["id"] for m in one["memories"]] == [twins[1]]
+
+
+class _Aimed(HashEmbedder):
+    """Vectors chosen for how_to's weak rule: a text naming "sourdough" sits at cosine 0.22 from
+    one naming "deploy" (above how_to's 0.2 floor, below 0.3 x the best match)."""
+
+    def _one(self, text: str) -> np.ndarray:
+        vec = np.zeros(self.dimension, dtype=np.float32)
+        if "deploy" in text.lower():
+            vec[0] = 1.0
+        elif "sourdough" in text.lower():
+            vec[0], vec[1] = 0.22, float(np.sqrt(1 - 0.22**2))
+        else:
+            vec[2] = 1.0
+        return vec
+
+
+async def test_how_to_shows_steps_as_strings_and_marks_a_weak_procedure(tmp_path: Path):
+    from mcp import Client
+
+    from spatial_memory.server.app import create_server
+
+    async with Client(create_server(settings_at(tmp_path / "s"), embedder=_Aimed())) as client:
+        for trigger, steps in (
+            ("deploy a release", [{"action": "run the test suite", "tool": "bash", "result": "all green"}]),
+            ("bake sourdough", [{"action": "feed the starter", "parameters": {"grams": 50}}]),
+        ):
+            built = await client.call_tool(
+                "build_skill", {"trajectory": steps, "outcome_score": 1.0, "domain": "d", "trigger_pattern": trigger}
+            )
+            assert not built.is_error, built.content[0].text
+        result = await client.call_tool("how_to", {"task": "deploy to production"})
+        whole = result.structured_content["procedures"]
+        assert [p["weak"] for p in whole] == [False, True] and all("score" in p for p in whole)
+        strong, faint = json.loads(result.content[0].text)["procedures"]
+        assert strong["steps"] == ["run the test suite (bash) -> all green"] and "score" not in strong
+        assert faint == {"procedure_id": whole[1]["procedure_id"][:8], "name": "bake sourdough", "weak": True}
+
+
+async def test_a_memory_resource_takes_the_short_id_results_show(client, settings):
+    from mcp.shared.exceptions import MCPError
+
+    stored = await call(client, "remember", content="the staging database is Postgres")
+    short = json.loads((await client.call_tool("recall", {"query": "staging database"})).content[0].text)
+    assert short["memories"][0]["id"] == stored["id"][:8]
+    (content,) = (await client.read_resource(f"memory://memory/{stored['id'][:8]}")).contents
+    assert json.loads(content.text)["id"] == stored["id"]
+    with pytest.raises(MCPError, match="MemoryNotFoundError"):
+        await client.read_resource("memory://memory/ffffffff")
+    folder = settings.allowed_import_dirs[0]
+    folder.mkdir(parents=True, exist_ok=True)
+    twins = [f"abcd1234-0000-4000-8000-00000000000{n}" for n in (1, 2)]
+    (folder / "twins.json").write_text(json.dumps([{"id": i, "content": f"twin {i}"} for i in twins]), "utf-8")
+    await call(client, "import_memories", source_path="twins.json", dry_run=False, regenerate_embeddings=True)
+    with pytest.raises(MCPError, match="AmbiguousIdError: The id 'abcd1234' begins 2"):
+        await client.read_resource("memory://memory/abcd1234")
+
+
+async def test_short_ids_resolve_against_the_store_as_it_is_after_each_write(client):
+    # The ids are read once per table version: a write in between must be seen.
+    first = await call(client, "remember", content="the first note")
+    assert [m["id"] for m in (await call(client, "get_memories", memory_ids=[first["id"][:8]]))["memories"]] == [
+        first["id"]
+    ]
+    second = await call(client, "remember", content="a second, later note")
+    got = await call(client, "get_memories", memory_ids=[first["id"][:8], second["id"][:8]])
+    assert [m["id"] for m in got["memories"]] == [first["id"], second["id"]]
+    await call(client, "forget", memory_id=second["id"][:8])
+    gone = await call(client, "get_memories", memory_ids=[second["id"][:8]])
+    assert gone["memories"] == [] and gone["not_found"] == [second["id"][:8]]

@@ -337,7 +337,7 @@ from spatial_memory.config import Settings
 from spatial_memory.server.app import create_server
 from spatial_memory.storage.side_tables.relations import Relations
 from spatial_memory.storage.writing.writes import MemoryWrites
-from tests.conftest import HashEmbedder
+from tests.hash_embedder import HashEmbedder
 
 root, import_dir, part = sys.argv[1], sys.argv[2], sys.argv[3]
 owner = {"relate": Relations, "add": MemoryWrites}[part]

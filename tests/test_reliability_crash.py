@@ -319,7 +319,8 @@ def test_sigkill_during_access_bookkeeping_on_an_indexed_store(tmp_path):
     from spatial_memory.records import MemoryRecord, new_id
     from spatial_memory.storage.search.indexing import IndexPolicy
     from spatial_memory.storage.store import MemoryStore
-    from tests.conftest import HashEmbedder, indexed_vector_rows
+    from tests.conftest import indexed_vector_rows
+    from tests.hash_embedder import HashEmbedder
 
     from .reliability import FAKE_DIM, FAKE_MODEL_ID
 

@@ -23,8 +23,8 @@ from spatial_memory.config import Settings
 from spatial_memory.server.app import create_server
 from spatial_memory.validation import argument_problem
 
-from .conftest import HashEmbedder
 from .conftest import data as data_of
+from .hash_embedder import HashEmbedder
 from .reliability import RawServer, assert_typed, budget, new_store, open_store, wire_body
 from .test_interop_typescript import lean_text
 

@@ -12,7 +12,8 @@ import pytest
 from spatial_memory.config import Settings
 from spatial_memory.server.app import create_server
 
-from .conftest import HashEmbedder, data
+from .conftest import data
+from .hash_embedder import HashEmbedder
 from .reliability import RawServer, new_store, open_store
 
 pytestmark = pytest.mark.anyio

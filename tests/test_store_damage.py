@@ -29,7 +29,8 @@ from spatial_memory.storage.repair import doctor
 from spatial_memory.storage.repair.manifests import manifest_files
 from spatial_memory.storage.store import MemoryStore
 
-from .conftest import HashEmbedder, data
+from .conftest import data
+from .hash_embedder import HashEmbedder
 
 ROOT = Path(__file__).resolve().parents[1]
 FACTS = ["The staging server runs on port 8443", "Lunch is at noon on Fridays", "The cat is called Miso"]
@@ -132,7 +133,7 @@ PROBE = textwrap.dedent(
     """
     import json, sys
     from pathlib import Path
-    from tests.conftest import HashEmbedder
+    from tests.hash_embedder import HashEmbedder
     from spatial_memory.errors import ReadOnlyStoreError
     from spatial_memory.records import MemoryRecord, new_id
     from spatial_memory.storage.store import MemoryStore

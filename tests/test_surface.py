@@ -175,7 +175,7 @@ def test_names_confined_to_namespaces(tmp_path):
     from spatial_memory.runtime.resources import Resources
     from spatial_memory.server.app import App
 
-    from .conftest import HashEmbedder
+    from .hash_embedder import HashEmbedder
 
     settings = Settings(path=tmp_path / "store", preload=False)
     app = App(Resources(settings, HashEmbedder()))

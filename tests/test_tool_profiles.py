@@ -10,7 +10,8 @@ import pytest
 from spatial_memory.config import Settings, describe_settings_error
 from spatial_memory.tool_profiles import CORE, TOOL_NAMES
 
-from .conftest import HashEmbedder, data
+from .conftest import data
+from .hash_embedder import HashEmbedder
 
 pytestmark = pytest.mark.anyio
 

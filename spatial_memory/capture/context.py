@@ -2,7 +2,9 @@
 
 SessionStart gets the namespace's pinned memories and the last session's summary (or, when
 that session ended without one, its strongest captures); UserPromptSubmit (Claude Code only:
-Cursor's beforeSubmitPrompt cannot add context) gets what recall finds for the prompt. Parts are
+Cursor's beforeSubmitPrompt cannot add context) gets what recall finds for the prompt, less the
+hits recall marks weak (algorithms/relevance.py: the one rule for where relevance ends), so a
+prompt the store has nothing on adds nothing. Parts are
 built in order in a worker thread; whatever is ready when the client's time budget runs out is
 returned, so a slow first model load costs the prompt its recall, not the user their wait.
 """
@@ -23,7 +25,6 @@ MAX_CONTEXT_CHARS = 4000
 MAX_ITEM_CHARS = 400
 PINNED_LIMIT = 10
 RECALL_LIMIT = 5
-RECALL_MIN_SIMILARITY = 0.3
 
 
 def build_within(
@@ -84,9 +85,10 @@ def parts_for(parts: list[str], app: Any, namespace: str, session_id: str, promp
         if last:
             parts.append(last)
         return
-    found = app.search.recall(prompt, namespace=namespace, limit=RECALL_LIMIT, min_similarity=RECALL_MIN_SIMILARITY)
-    if found.memories:
-        parts.append("Related to this prompt:\n" + _bullets(m.content for m in found.memories))
+    found = app.search.recall(prompt, namespace=namespace, limit=RECALL_LIMIT)
+    related = [m.content for m in found.memories if not m.weak]
+    if related:
+        parts.append("Related to this prompt:\n" + _bullets(related))
 
 
 def _open(store_path: Path) -> Any:

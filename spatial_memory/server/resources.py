@@ -27,6 +27,7 @@ from ..errors import (
 from ..procedures.skill_file import PREFIX as SKILLS_PREFIX
 from ..tools.atlas_app import ATLAS_URI, MCP_APP_MIME
 from ..tools.calls import in_worker
+from ..tools.lean import is_short_id
 from .mcp_server import SpatialMemoryMCPServer
 
 if TYPE_CHECKING:
@@ -84,7 +85,14 @@ def _recent(namespace: str) -> Reader:
 
 
 def _memory(memory_id: str) -> Reader:
-    return lambda app: app.memory.memory(memory_id)
+    """One memory by its id, whole or short as results show it (tools/lean.py); a short one that
+    begins several memories' ids is an AmbiguousIdError, one that begins none MemoryNotFoundError."""
+
+    def read(app: Any) -> pydantic.BaseModel:
+        full = app.memory.full_ids([memory_id]).get(memory_id, memory_id) if is_short_id(memory_id) else memory_id
+        return app.memory.memory(full)
+
+    return read
 
 
 def read_json(app: Any, uri: str, scope: NamespaceScope | None) -> str | None:
@@ -157,6 +165,11 @@ def register_resources(server: SpatialMemoryMCPServer) -> None:
 
         return document("app")
 
-    @server.resource(f"{MEMORY_PREFIX}{{memory_id}}", name="memory", description="One memory by id.", mime_type=JSON)
+    @server.resource(
+        f"{MEMORY_PREFIX}{{memory_id}}",
+        name="memory",
+        description="One memory by id (whole, or short as results show it).",
+        mime_type=JSON,
+    )
     async def memory(memory_id: str) -> str:
         return await _read(server, _memory(memory_id))

@@ -3,8 +3,6 @@ the memories they supersede), forget, forget_batch, one memory, the newest."""
 
 from __future__ import annotations
 
-import bisect
-import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Unpack
@@ -20,6 +18,7 @@ from ..errors import (
 from ..records import MemoryRecord, NewMemory, Provenance, new_id
 from ..storage.filters import build_filter
 from .base import Service
+from .cache import VersionedCache
 from .expiry import expiry_for, memory_type_of
 from .recall_filters import MemoryFilters
 from .results import (
@@ -41,6 +40,11 @@ ON_DUPLICATE = ("store", "skip", "supersede")
 
 
 class MemoryService(Service):
+    def __init__(self, resources) -> None:
+        super().__init__(resources)
+        # The store's ids, sorted, per table version (full_ids): a scan per write, not per call.
+        self._ids_cache = VersionedCache(size=2)
+
     # ---- building records --------------------------------------------------------------
 
     def _validated(self, item: NewMemory, *, field_prefix: str = "") -> NewMemory:
@@ -228,11 +232,15 @@ class MemoryService(Service):
         """Each short id (the start of a memory's id, as tool results show ids) that begins exactly
         one memory's id, mapped to that id; one that begins none is left out (the tool then reports
         it unknown), one that begins several is an AmbiguousIdError listing them."""
-        ids = sorted(self._resources.store().scan_arrow(["id"]).column("id").to_pylist())
+        ids = self._sorted_ids()
         found: dict[str, str] = {}
         for prefix in dict.fromkeys(short):
-            start = bisect.bisect_left(ids, prefix)
-            matches = list(itertools.takewhile(lambda i, p=prefix: i.startswith(p), ids[start:]))
+            key = prefix.encode()
+            place = int(np.searchsorted(ids, key))
+            matches = []
+            while place < len(ids) and ids[place].startswith(key):
+                matches.append(ids[place].decode())
+                place += 1
             if prefix in matches or len(matches) == 1:
                 found[prefix] = prefix if prefix in matches else matches[0]
             elif matches:
@@ -241,6 +249,17 @@ class MemoryService(Service):
                     f"The id '{prefix}' begins {len(matches)} memories' ids ({shown}): send more of it or the whole id."
                 )
         return found
+
+    def _sorted_ids(self) -> np.ndarray:
+        """Every memory id, as sorted bytes (compact: 36 bytes an id), read once per table version."""
+        store = self._resources.store()
+        key = store.data_version
+        ids = self._ids_cache.get(key)
+        if ids is None:
+            column = store.scan_arrow(["id"]).column("id").to_pylist()
+            ids = np.sort(np.array([i.encode() for i in column], dtype=bytes))
+            self._ids_cache.put(key, ids)
+        return ids
 
     def forget(self, memory_id: str | None = None, **where: Unpack[MemoryFilters]) -> ForgetResult:
         """Forget one memory by id (within `where` when given), or every memory matching `where`."""

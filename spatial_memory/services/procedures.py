@@ -26,6 +26,7 @@ from ..storage.filters import build_filter
 from .base import Service
 from .memory import MemoryService
 from .results import BuildSkillResult, DeprecateSkillResult, ExecuteSkillResult, HowToResult, ProcedureItem, StepItem
+from .search import mark_weak
 
 log = logging.getLogger(__name__)
 
@@ -276,7 +277,10 @@ class ProcedureService(Service):
                 continue
             found.append(Scored(hit.record.id, hit.record.namespace, procedure, hit.similarity))
         found.sort(key=lambda s: -s.score)
-        return HowToResult(procedures=[_item(s) for s in found[:limit]])
+        shown = found[:limit]
+        items = [_item(s) for s in shown]
+        mark_weak(items, [s.similarity for s in shown])  # by the match to the task, as recall's hits
+        return HowToResult(procedures=items)
 
     def procedures(self, namespace: str | None = None) -> list[tuple[MemoryRecord, Procedure]]:
         """Every procedure the caller can read, in id order."""

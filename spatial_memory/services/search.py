@@ -32,6 +32,7 @@ from .results import (
     MemoryItem,
     MemoryRef,
     NearbyResult,
+    ProcedureItem,
     RecallResult,
 )
 
@@ -325,9 +326,12 @@ class SearchService(Service):
         )
 
 
-def mark_weak(items: Sequence[MemoryItem], similarities: Sequence[float], rule: WeakRule = WEAK_RULE) -> None:
+def mark_weak(
+    items: Sequence[MemoryItem] | Sequence[ProcedureItem], similarities: Sequence[float], rule: WeakRule = WEAK_RULE
+) -> None:
     """Mark the hits where relevance has ended (algorithms/relevance.py): a step after ranking,
-    the order left as it is."""
+    the order left as it is (recall's memories, how_to's procedures: each by its similarity to the
+    query)."""
     for item, weak in zip(items, weak_hits(similarities, rule), strict=True):
         item.weak = weak
 

@@ -35,7 +35,7 @@ from typing import Any, Protocol, TypeVar
 
 from ..errors import MemoryNotFoundError
 from ..records import MemoryRecord
-from .filters import MAX_LIST_VALUES, Filter, both, build_filter
+from .filters import Filter, both, build_filter, chunks
 from .protocol import Store
 from .side_tables.co_recall import MIN_STRENGTH
 from .side_tables.history import RetiredState
@@ -150,10 +150,8 @@ class ConfinedStore(Store):
         """The namespace of each of these ids that exists, whoever owns it."""
         owners: dict[str, str] = {}
         wanted = list(dict.fromkeys(ids))
-        for start in range(0, len(wanted), MAX_LIST_VALUES):
-            table = self._store.scan_arrow(
-                ["id", "namespace"], build_filter(ids=wanted[start : start + MAX_LIST_VALUES])
-            )
+        for chunk in chunks(wanted):
+            table = self._store.scan_arrow(["id", "namespace"], build_filter(ids=chunk))
             owners.update(zip(table.column("id").to_pylist(), table.column("namespace").to_pylist()))
         return owners
 

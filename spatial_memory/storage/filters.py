@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, time, timezone
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import ValidationError
 
@@ -234,6 +234,23 @@ def build_filter(
                 )
     only_namespace = namespace if namespace is not None and len(clauses) == 1 and not meta else None
     return Filter(" AND ".join(f"({c})" for c in clauses) or None, meta, only_namespace, frozenset(columns))
+
+
+_T = TypeVar("_T")
+
+
+def chunks(values: Sequence[_T]) -> Iterator[Sequence[_T]]:
+    """The values at most MAX_LIST_VALUES at a time: what one IN list holds."""
+    for start in range(0, len(values), MAX_LIST_VALUES):
+        yield values[start : start + MAX_LIST_VALUES]
+
+
+def any_in(columns: Sequence[str], keys: Sequence[str]) -> Iterator[str]:
+    """Where clauses for the rows with one of these keys in any of these columns (of a side table),
+    one per chunk of keys: `a IN (...) OR b IN (...)`. Keys are quoted literals."""
+    for chunk in chunks(keys):
+        listed = ", ".join(quote(k) for k in chunk)
+        yield " OR ".join(f"{column} IN ({listed})" for column in columns)
 
 
 def ids_clause(ids: Iterable[str]) -> str:

@@ -14,10 +14,15 @@ programs); its text is this lean form of the same result, built here for every t
 - times are given to the second, or to the day where the field is a date (DAY_FIELDS);
 - a memory id is given as its first SHORT_ID_CHARS characters, which every tool taking an id
   accepts back (tools/calls.py resolves them; an ambiguous one is a typed error);
-- a memory shown by its id and content alone is written as one string, "<id>: <content>"; a
-  number that is the item's place in its list (ORDINAL_FIELDS) is left out;
-- a hit recall marked weak (services/relevance.py) is shown as its id, content and similarity
-  with `"weak": true`: the model sees where relevance ends.
+- a memory shown by its id and content alone is written as one string, "<id>: <content>"; memories
+  marked BY_ID (visibility.py) as their ids alone; a procedure's step with only an action, a tool
+  and a result as one string, "<action> (<tool>) -> <result>" (one with parameters stays an
+  object); a number that is the item's place in its list (ORDINAL_FIELDS) is left out;
+- a hit recall or how_to marked weak (algorithms/relevance.py) is shown as what names it (id and
+  content, or procedure id and name) and its similarity, with `"weak": true`: the model sees where
+  relevance ends.
+
+What to do with each field of a result type is worked out once per type (`_plan`).
 
 User data (metadata, a step's parameters) is passed as it is.
 """
@@ -26,12 +31,13 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
 
 from ..limits import MIN_ID_PREFIX_CHARS, SHORT_ID_CHARS
-from ..services.results.visibility import for_programs
+from ..services.results.visibility import by_id, for_programs
 
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _PREFIX = re.compile(rf"^[0-9a-f][0-9a-f-]{{{MIN_ID_PREFIX_CHARS - 1},35}}$")
@@ -58,7 +64,10 @@ ORDINAL_FIELDS = frozenset({"cluster_id"})
 # A count left out when it is the length of the one list beside it.
 COUNT_FIELDS = frozenset({"total", "total_namespaces", "count", "node_count"})
 # What a weak hit keeps.
-WEAK_FIELDS = ("id", "content", "similarity", "weak")
+WEAK_FIELDS = frozenset({"id", "content", "similarity", "procedure_id", "name", "weak"})
+# A procedure step's fields that read as one string, "<action> (<tool>) -> <result>".
+STEP_FIELDS = frozenset({"action", "tool", "result"})
+_NO_DEFAULT = object()
 
 
 def short_id(value: str) -> str:
@@ -76,19 +85,57 @@ def lean(result: BaseModel) -> dict[str, Any]:
     return _model(result, result.model_dump(mode="json"), top=True)
 
 
+@dataclass(frozen=True)
+class _Field:
+    """What the lean form does with one field of a result type."""
+
+    name: str
+    shown: bool  # not FOR_PROGRAMS
+    ids_only: bool  # BY_ID
+    default: Any  # its default as JSON (_NO_DEFAULT: a required field)
+
+
+_PLANS: dict[type[BaseModel], tuple[_Field, ...]] = {}
+
+
+def _plan(cls: type[BaseModel]) -> tuple[_Field, ...]:
+    """Each field of a result type with what the lean form does with it, worked out once per type
+    (a default factory is called once: results' factories build empty lists and dicts)."""
+    plan = _PLANS.get(cls)
+    if plan is None:
+        plan = tuple(
+            _Field(
+                name,
+                shown=not for_programs(info.metadata),
+                ids_only=by_id(info.metadata),
+                default=_NO_DEFAULT if info.is_required() else _as_json(info.get_default(call_default_factory=True)),
+            )
+            for name, info in cls.model_fields.items()
+        )
+        _PLANS[cls] = plan
+    return plan
+
+
+def _as_json(default: Any) -> Any:
+    return default.model_dump(mode="json") if isinstance(default, BaseModel) else default
+
+
 def _model(model: BaseModel, dumped: dict[str, Any], *, top: bool = False) -> dict[str, Any]:
-    fields = type(model).model_fields
     weak = getattr(model, "weak", False) is True
     out: dict[str, Any] = {}
-    for name, info in fields.items():
-        if (weak and name not in WEAK_FIELDS) or for_programs(info.metadata):
+    for field in _plan(type(model)):
+        name = field.name
+        if not field.shown or (weak and name not in WEAK_FIELDS):
             continue
         value = dumped.get(name)
-        if not info.is_required() and _same(value, info.get_default(call_default_factory=True)):
+        if field.default is not _NO_DEFAULT and _same(value, field.default):
             continue
         if value is None or (not top and value in ([], {})) or _same(value, STORE_DEFAULTS.get(name)):
             continue
-        out[name] = value if name in OPAQUE_FIELDS else _value(getattr(model, name), value, name)
+        if field.ids_only and isinstance(value, list):
+            out[name] = [short_id(m["id"]) if isinstance(m, dict) else m for m in value]
+        else:
+            out[name] = value if name in OPAQUE_FIELDS else _value(getattr(model, name), value, name)
     for name, other in SAME_AS.items():
         if name in out and out[name] == out.get(other):
             del out[name]
@@ -121,10 +168,28 @@ def _value(original: Any, value: Any, name: str) -> Any:
 
 
 def _reference(shown: dict[str, Any]) -> dict[str, Any] | str:
-    """A memory shown by its id and content alone, as one string "<id>: <content>"."""
+    """A memory shown by its id and content alone as one string, "<id>: <content>"; a procedure
+    step with only an action, a tool and a result as "<action> (<tool>) -> <result>" (where each
+    part reads back unambiguously)."""
     if shown.keys() == {"id", "content"} and isinstance(shown["id"], str) and isinstance(shown["content"], str):
         return f"{shown['id']}: {shown['content']}"
+    if "action" in shown and shown.keys() <= STEP_FIELDS and _plain_step(shown):
+        tool, result = shown.get("tool"), shown.get("result")
+        return shown["action"] + (f" ({tool})" if tool else "") + (f" -> {result}" if result else "")
     return shown
+
+
+def _plain_step(step: dict[str, Any]) -> bool:
+    """Whether a step's parts are text that cannot be mistaken for the separators around them."""
+    parts = [step.get(k) for k in ("action", "tool", "result")]
+    if not all(p is None or (isinstance(p, str) and "\n" not in p) for p in parts):
+        return False
+    action, tool, _ = parts
+    return (
+        " -> " not in str(action) + str(tool)
+        and not str(action).rstrip().endswith(")")
+        and (tool is None or not any(c in tool for c in "()"))
+    )
 
 
 def _text(value: str, name: str) -> str:
@@ -155,6 +220,4 @@ def rounded(value: float) -> float | int:
 
 
 def _same(value: Any, default: Any) -> bool:
-    if isinstance(default, BaseModel):
-        default = default.model_dump(mode="json")
     return type(value) is type(default) and value == default

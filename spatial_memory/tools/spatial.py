@@ -72,7 +72,7 @@ async def regions(
     max_clusters: Annotated[int, Field(ge=1, le=1000)] | None = None,
     include_members: bool = False,
 ) -> Annotated[CallToolResult, RegionsResult]:
-    """Topic clusters (HDBSCAN) with keywords and samples."""
+    """Topic clusters (HDBSCAN) with keywords, the memory nearest the centre and samples (by id: get_memories)."""
     return await call(
         ctx,
         lambda app: app.spatial.regions(

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
+
+from .visibility import FOR_PROGRAMS
 
 
 class StepItem(BaseModel):
@@ -31,8 +33,11 @@ class ProcedureItem(BaseModel):
     trigger_pattern: str | None = None
     status: str = Field(default="live", description="live, captured (awaiting a successful run) or deprecated.")
     namespace: str
-    score: float = Field(description="Match to the task, weighted by reliability.")
+    score: Annotated[float, FOR_PROGRAMS] = Field(description="Match to the task, weighted by reliability.")
     pitfalls: list[str] = Field(default_factory=list, description="What failed in earlier runs, newest first.")
+    weak: bool = Field(
+        default=False, description="Far below the best match or the relevance floor, so likely not for this task."
+    )
 
 
 class HowToResult(BaseModel):

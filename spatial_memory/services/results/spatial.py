@@ -7,7 +7,7 @@ from typing import Annotated
 from pydantic import BaseModel, Field
 
 from .memories import MemoryItem
-from .visibility import FOR_PROGRAMS
+from .visibility import BY_ID, FOR_PROGRAMS
 
 
 class PathMemory(BaseModel):
@@ -63,7 +63,9 @@ class Cluster(BaseModel):
     size: int
     keywords: list[str]
     representative_memory: ClusterSample
-    sample_memories: list[ClusterSample]
+    sample_memories: Annotated[list[ClusterSample], BY_ID] = Field(
+        description="The members nearest the centroid after the representative."
+    )
     coherence: Annotated[float, FOR_PROGRAMS]
     member_ids: list[str] | None = Field(default=None, description="Every member's id (only with include_members).")
 

@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from ...errors import StorageError
 from ...records import is_uuid, utc_now
-from ..filters import MAX_LIST_VALUES, quote
+from ..filters import any_in
 from ..table.table import MemoryTable
 from ..writing.writer import Writer
 
@@ -153,9 +153,7 @@ class CoRecall:
         if not any(i in index for i in wanted):
             return
         with self._writer.lock:
-            for start in range(0, len(wanted), MAX_LIST_VALUES):
-                listed = ", ".join(quote(i) for i in wanted[start : start + MAX_LIST_VALUES])
-                where = f"a_id IN ({listed}) OR b_id IN ({listed})"
+            for where in any_in(("a_id", "b_id"), wanted):
                 self._writer.attempt("co-recall delete failed", lambda w=where: table.delete(w), counted=False)
 
 

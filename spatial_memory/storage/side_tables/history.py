@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from ...errors import StorageError
 from ...records import MemoryRecord
-from ..filters import MAX_LIST_VALUES, Filter, build_filter, ids_clause, quote, retired_current_at
+from ..filters import Filter, chunks, ids_clause, quote, retired_current_at
 from ..table.schema import (
     HISTORY_COLUMNS,
     HISTORY_TABLE,
@@ -151,8 +151,8 @@ class VersionHistory:
 
     def _current_versions(self, ids: list[str]) -> dict[str, int]:
         found: dict[str, int] = {}
-        for start in range(0, len(ids), MAX_LIST_VALUES):
-            table = self._table.scan(build_filter(ids=ids[start : start + MAX_LIST_VALUES]).sql, ["id", "version"])
+        for chunk in chunks(ids):
+            table = self._table.scan(ids_clause(chunk), ["id", "version"])
             for memory_id, version in zip(table.column("id").to_pylist(), table.column("version").to_pylist()):
                 found[memory_id] = int(version or 1)
         return found
@@ -163,8 +163,8 @@ class VersionHistory:
         found: dict[str, int] = {}
         if table is None:
             return found
-        for start in range(0, len(ids), MAX_LIST_VALUES):
-            where = f"superseded_by IS NOT NULL AND {build_filter(ids=ids[start : start + MAX_LIST_VALUES]).sql}"
+        for chunk in chunks(ids):
+            where = f"superseded_by IS NOT NULL AND {ids_clause(chunk)}"
             rows = table.search().where(where).select(["id", "version"]).limit(None).to_arrow()
             for memory_id, version in zip(rows.column("id").to_pylist(), rows.column("version").to_pylist()):
                 found[memory_id] = max(found.get(memory_id, 0), int(version or 1))
@@ -176,8 +176,8 @@ class VersionHistory:
         if not wanted:
             return []
         states: list[RetiredState] = []
-        for start in range(0, len(wanted), MAX_LIST_VALUES):
-            where = ids_clause(wanted[start : start + MAX_LIST_VALUES])
+        for chunk in chunks(wanted):
+            where = ids_clause(chunk)
             states += self._real(self._history_rows(where))
         return sorted(states, key=lambda s: s.record.version, reverse=True)
 
@@ -198,6 +198,6 @@ class VersionHistory:
         if table is None or not wanted:
             return
         with self._writer.lock:
-            for start in range(0, len(wanted), MAX_LIST_VALUES):
-                where = build_filter(ids=wanted[start : start + MAX_LIST_VALUES]).sql
+            for chunk in chunks(wanted):
+                where = ids_clause(chunk)
                 self._writer.attempt("history delete failed", lambda w=where: table.delete(w), counted=False)

@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from ...errors import StorageError
 from ...records import Provenance
-from ..filters import MAX_LIST_VALUES, quote
+from ..filters import any_in, chunks, quote
 from ..table.reads import Reads
 from ..table.table import MemoryTable
 from ..writing.writer import Writer
@@ -192,9 +192,7 @@ class Relations:
         if not any(i in graph.by_memory for i in wanted):
             return
         with self._writer.lock:
-            for start in range(0, len(wanted), MAX_LIST_VALUES):
-                listed = ", ".join(quote(i) for i in wanted[start : start + MAX_LIST_VALUES])
-                where = f"source_id IN ({listed}) OR target_id IN ({listed})"
+            for where in any_in(("source_id", "target_id"), wanted):
                 self._writer.attempt("relation delete failed", lambda w=where: table.delete(w), counted=False)
 
     def current(self) -> list[Relation]:
@@ -204,6 +202,6 @@ class Relations:
             return []
         ends = list({e for r in graph.relations for e in (r.source_id, r.target_id)})
         alive: set[str] = set()
-        for start in range(0, len(ends), MAX_LIST_VALUES):
-            alive.update(r.id for r in self._reads.get_many(ends[start : start + MAX_LIST_VALUES]))
+        for chunk in chunks(ends):
+            alive.update(r.id for r in self._reads.get_many(chunk))
         return [r for r in graph.relations if r.source_id in alive and r.target_id in alive]

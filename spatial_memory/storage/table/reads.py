@@ -14,11 +14,11 @@ import pyarrow as pa
 
 from ...records import MemoryRecord, is_uuid
 from ..filters import (
-    MAX_LIST_VALUES,
     NO_MATCH,
     Filter,
     both,
     build_filter,
+    chunks,
     metadata_matches,
     pinned_only,
     session_windows,
@@ -162,8 +162,7 @@ class Reads:
         """The highest sequence stored in each of these sessions (sessions without one left out)."""
         wanted = sorted(sessions)
         last: dict[str, int] = {}
-        for start in range(0, len(wanted), MAX_LIST_VALUES):  # one IN list holds at most that many
-            chunk = wanted[start : start + MAX_LIST_VALUES]
+        for chunk in chunks(wanted):
             table = self._table.scan(
                 build_filter(filters={"session_id": {"in": chunk}}).sql, ["session_id", "sequence"]
             )

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
 
-from ..filters import MAX_LIST_VALUES, build_filter, quote
+from ..filters import any_in, build_filter, quote
 from ..side_tables.relations import RELATIONS_TABLE
 from ..table.schema import HISTORY_TABLE
 from ..table.table import MemoryTable
@@ -42,11 +42,6 @@ PENDING_IMPORTS_SCHEMA = pa.schema(
         pa.field("relation_keys", pa.string(), nullable=False),  # JSON list of "<source>#<target>#<relation>"
     ]
 )
-
-
-def _in_chunks(column: str, keys: Sequence[str]) -> Iterable[str]:
-    for start in range(0, len(keys), MAX_LIST_VALUES):
-        yield f"{column} IN ({', '.join(quote(k) for k in keys[start : start + MAX_LIST_VALUES])})"
 
 
 class PendingImports:
@@ -121,7 +116,7 @@ class PendingImports:
         if table is None or not wanted:
             return wanted
         stored: set[str] = set()
-        for where in _in_chunks(column, wanted):
+        for where in any_in((column,), wanted):
             stored.update(
                 table.search().where(where).select([column]).limit(None).to_arrow().column(column).to_pylist()
             )
@@ -143,7 +138,7 @@ class PendingImports:
                     table = self._table.side_table(name, None, create=False)
                     if table is None or not keys:
                         continue
-                    for where in _in_chunks(column, keys):
+                    for where in any_in((column,), keys):
                         self._writer.attempt(
                             "clearing an unfinished import failed", lambda w=where, t=table: t.delete(w), counted=False
                         )
