@@ -15,7 +15,8 @@ from spatial_memory.embeddings.decisions import SAFETY, at_least, band_at, decid
 from spatial_memory.evaluation.near_copies import pairs
 from spatial_memory.server import create_server
 
-from .conftest import HashEmbedder, data
+from .conftest import data
+from .hash_embedder import HashEmbedder
 
 
 class _Reference:
