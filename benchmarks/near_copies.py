@@ -3,15 +3,13 @@
     python -m benchmarks.near_copies                      # fp32 against int8-row
     python -m benchmarks.near_copies --paths fp32,int8-row,int8
 
-A corpus of pairs written for this check (not LoCoMo): developer notes and conversation lines,
-each beside light rewordings of itself (near-copies: a word changed, a clause added, case and
-punctuation) and near-misses (another number, another tool or person, a negation, the same topic
-said otherwise). Per path:
+A corpus of pairs written for this check (not LoCoMo; spatial_memory/evaluation/near_copies.py):
+developer notes and conversation lines beside light rewordings of themselves (near-copies) and
+near-misses (another number, tool or person, a negation, the same topic said otherwise). Per path:
 
 - every pair's cosine, the texts embedded in one batch as ingest does; the decisions at each
-  threshold a tool uses by default (remember's and extract's 0.9, consolidate's and distill's
-  0.85, the contradiction check's 0.75, import's 0.95, connections' 0.8, how_to's 0.2), counted
-  against fp32's: a flip is a pair on one side for fp32 and the other for the path;
+  threshold a tool uses by default (THRESHOLDS), counted against fp32's: a flip is a pair on one
+  side for fp32 and the other for the path;
 - through a spawned server on that path: each pair in its own namespace by `remember_batch`,
   `consolidate` (dry run, default threshold), then `extract` of the second text (default
   threshold): whether a group is found, whether the text is deduplicated; compared with fp32's.
@@ -29,120 +27,10 @@ from typing import Any
 
 import numpy as np
 
+from spatial_memory.evaluation.near_copies import THRESHOLDS, pairs
+
 from .common import print_table, write_json
 from .reference import call, host_load, ours_command, spawn
-
-THRESHOLDS = {
-    "remember / extract 0.9": 0.9,
-    "consolidate / distill 0.85": 0.85,
-    "contradiction 0.75": 0.75,
-    "import 0.95": 0.95,
-    "connections 0.8": 0.8,
-    "how_to 0.2": 0.2,
-}
-
-BASE = [
-    "We decided to use PostgreSQL for the main database.",
-    "The fix for the flaky test was to pin the random seed.",
-    "Carol moved the nightly job to 2am because backups overlapped.",
-    "Deploys go out on Tuesdays and Thursdays after the standup.",
-    "The API rate limit is 100 requests per minute per token.",
-    "Use ruff for linting and formatting; black is no longer used.",
-    "The staging server runs on port 8080 behind nginx.",
-    "Alice prefers short pull requests with one change each.",
-    "The build broke because the lockfile was out of date.",
-    "We store session tokens in Redis with a 30 minute expiry.",
-    "Bob is on call this week and Dana takes over on Monday.",
-    "The frontend uses React 18 with Vite as the bundler.",
-    "Retries use exponential backoff starting at 200 milliseconds.",
-    "The customer asked for CSV export of the monthly report.",
-    "Logs older than 14 days are deleted by the cleanup task.",
-    "I moved to Berlin last spring and started learning German.",
-    "My sister's wedding is on the 12th of June in Lisbon.",
-    "Biscuit the cat hides under the bed during thunderstorms.",
-    "I run 5 kilometres every morning before work.",
-    "We adopted a rescue dog named Pepper in March.",
-    "The migration script must run before the new release starts.",
-    "Feature flags live in LaunchDarkly, not in the config file.",
-    "The search index is rebuilt every night at midnight UTC.",
-    "Memory usage spiked to 2 GB when the cache was disabled.",
-    "Tests run in parallel with pytest-xdist on four workers.",
-    "The release branch is cut every second Friday.",
-    "Error reports go to Sentry and page the on-call engineer.",
-    "The mobile app caches images for seven days.",
-    "We pay for the database by storage, not by queries.",
-    "The design review for the payments page is on Wednesday.",
-    "Never commit secrets; they belong in the vault.",
-    "The timeout for external calls is 10 seconds.",
-    "Grace wrote the original billing service in Go.",
-    "The docs site is built with MkDocs and deployed to GitHub Pages.",
-    "We switched from Jenkins to GitHub Actions last year.",
-    "The upload limit for attachments is 25 MB.",
-    "I'm allergic to peanuts, so I skip the office snacks.",
-    "Our team meets for a retro every other Thursday afternoon.",
-    "The queue workers scale between 2 and 10 instances.",
-    "Python 3.11 is the minimum version we support.",
-]
-
-NEAR_MISS = {
-    "PostgreSQL": "MySQL",
-    "random seed": "timezone",
-    "2am": "4am",
-    "Tuesdays": "Mondays",
-    "100 requests": "500 requests",
-    "ruff": "pylint",
-    "8080": "9090",
-    "Alice": "Erin",
-    "lockfile": "compiler",
-    "30 minute": "5 minute",
-    "Bob": "Frank",
-    "React 18": "Vue 3",
-    "200 milliseconds": "2 seconds",
-    "CSV": "PDF",
-    "14 days": "90 days",
-    "Berlin": "Madrid",
-    "12th of June": "3rd of May",
-    "cat": "dog",
-    "5 kilometres": "10 kilometres",
-    "March": "October",
-    "before": "after",
-    "LaunchDarkly": "Unleash",
-    "midnight": "noon",
-    "2 GB": "500 MB",
-    "four workers": "eight workers",
-    "Friday": "Monday",
-    "Sentry": "Datadog",
-    "seven days": "one day",
-    "storage": "compute",
-    "Wednesday": "Friday",
-    "vault": "repository",
-    "10 seconds": "60 seconds",
-    "Go": "Rust",
-    "MkDocs": "Sphinx",
-    "Jenkins": "CircleCI",
-    "25 MB": "100 MB",
-    "peanuts": "shellfish",
-    "retro": "planning session",
-    "2 and 10": "1 and 3",
-    "3.11": "3.9",
-}
-
-
-def pairs() -> list[tuple[str, str, str]]:
-    """(text, other, kind) for every base note: near-copies and near-misses."""
-    out = []
-    for text in BASE:
-        stem = text.rstrip(".")
-        out.append((text, stem.lower(), "near-copy: case and punctuation"))
-        out.append((text, f"Note: {stem}.", "near-copy: a prefix"))
-        out.append((text, f"{stem}, as agreed in the last meeting.", "near-copy: a clause added"))
-        out.append((text, f"Reminder for the team: {stem[0].lower()}{stem[1:]}!", "near-copy: reworded framing"))
-        old = next(k for k in NEAR_MISS if k in text)
-        out.append((text, text.replace(old, NEAR_MISS[old]), "near-miss: another number, name or tool"))
-        out.append((text, f"It is not true that {stem[0].lower()}{stem[1:]}.", "near-miss: a negation"))
-    for i, text in enumerate(BASE):  # the same kind of note about something else
-        out.append((text, BASE[(i + 1) % len(BASE)], "unrelated neighbour"))
-    return out
 
 
 def decisions(cosines: np.ndarray) -> dict[str, np.ndarray]:
@@ -173,7 +61,7 @@ def vector_decisions(paths: tuple[str, ...], models: Path) -> tuple[list[dict[st
     return rows, cosines
 
 
-async def through_server(path: str, root: Path) -> list[tuple[bool, int]]:
+async def through_server(path: str, root: Path, notes: dict[str, str]) -> list[tuple[bool, int]]:
     """Per pair: consolidate found a group, and extract's deduplicated count."""
     store = root / f"store-{path}"
     store.mkdir(parents=True)
@@ -189,6 +77,8 @@ async def through_server(path: str, root: Path) -> list[tuple[bool, int]]:
             merged = await call(client, "consolidate", {"namespace": f"pair-{i}", "dry_run": True})
             extracted = await call(client, "extract", {"text": b, "namespace": f"pair-{i}"})
             out.append((merged["groups_found"] > 0, extracted["deduplicated_count"]))
+        health = await call(client, "health", {"verbose": True})
+        notes[path] = next(c["message"] for c in health["checks"] if c["name"] == "model")
     return out
 
 
@@ -196,7 +86,8 @@ async def main_async(paths: tuple[str, ...]) -> dict[str, Any]:
     root = Path(tempfile.mkdtemp(prefix="sm-near-"))
     rows, cosines = vector_decisions(paths, root / "models")
     print_table(f"Decisions at the default thresholds against fp32 (pairs; {host_load()})", rows)
-    served = {path: await through_server(path, root) for path in paths}
+    notes: dict[str, str] = {}
+    served = {path: await through_server(path, root, notes) for path in paths}
     corpus = pairs()
     server_rows = []
     for path in paths[1:]:
@@ -215,6 +106,7 @@ async def main_async(paths: tuple[str, ...]) -> dict[str, Any]:
                 f"{sum(d for _, d in served[path])}",
                 "pairs decided differently": len(flips),
                 "which": "; ".join(f"{f['pair']} {f['kind']}" for f in flips) or "none",
+                "the model's health": notes[path],
             }
         )
     print_table("consolidate and extract through each path's server, default thresholds", server_rows)

@@ -20,10 +20,14 @@ def near_duplicate_groups(
     max_groups: int | None = None,
     *,
     agree: Callable[[int, np.ndarray], np.ndarray] | None = None,
+    band: float = 0.0,
+    reaches: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None = None,
 ) -> list[list[int]]:
     """Groups (size >= 2) in which every pair has cosine similarity >= ``threshold``
     (and, given ``agree``, every pair agrees: ``agree(i, js)`` is a boolean mask over ``js``,
-    asked only about pairs similar enough).
+    asked only about pairs similar enough). Given ``reaches``, the pairs whose similarity is
+    within ``band`` of the threshold are decided by ``reaches(rows, cols, similarities)`` (a
+    boolean mask) instead of by the similarity.
 
     Greedy and deterministic: seeds are taken by neighbour count (desc, then
     index); a group grows by the candidate similar enough to every member with
@@ -37,7 +41,7 @@ def near_duplicate_groups(
     n = unit.shape[0]
     if n < 2:
         return []
-    neighbours = _neighbours_above(unit, threshold)
+    neighbours = _neighbours_above(unit, threshold, band if reaches is not None else 0.0, reaches)
     if agree is not None:
         neighbours = [nb[agree(i, nb)] if nb.size else nb for i, nb in enumerate(neighbours)]
     degree = np.array([nb.size for nb in neighbours])
@@ -60,7 +64,7 @@ def near_duplicate_groups(
             keep = np.arange(candidates.size) != best
             candidates, sums = candidates[keep], sums[keep]
             sims = unit[candidates] @ unit[member]
-            ok = sims >= threshold if agree is None else np.isin(candidates, neighbours[member])
+            ok = np.isin(candidates, neighbours[member])
             candidates, sums = candidates[ok], sums[ok] + sims[ok]
         assigned[group] = True
         groups.append(sorted(group))
@@ -68,13 +72,25 @@ def near_duplicate_groups(
     return groups if max_groups is None else groups[:max_groups]
 
 
-def _neighbours_above(unit: np.ndarray, threshold: float) -> list[np.ndarray]:
-    """Per row, the other rows with cosine similarity >= threshold (float64-exact)."""
+def _neighbours_above(
+    unit: np.ndarray,
+    threshold: float,
+    band: float = 0.0,
+    reaches: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None = None,
+) -> list[np.ndarray]:
+    """Per row, the other rows with cosine similarity >= threshold (float64-exact), those within
+    ``band`` of it as ``reaches`` decides."""
     result: list[np.ndarray] = []
     for start, stop, block in similarity_blocks(unit):
-        rows, cols = np.nonzero(block >= threshold - _SCREEN_SLACK)
+        rows, cols = np.nonzero(block >= threshold - band - _SCREEN_SLACK)
         rows += start
-        keep = (_pair_similarities(unit, rows, cols) >= threshold) & (rows != cols)
+        sims = _pair_similarities(unit, rows, cols)
+        keep = sims >= threshold
+        if reaches is not None:
+            close = np.flatnonzero((np.abs(sims - threshold) < band) & (rows != cols))
+            if close.size:
+                keep[close] = reaches(rows[close], cols[close], sims[close])
+        keep &= rows != cols
         rows, cols = rows[keep], cols[keep]
         bounds = np.searchsorted(rows, np.arange(start, stop + 1))
         result.extend(cols[bounds[i] : bounds[i + 1]] for i in range(stop - start))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,6 +22,7 @@ import numpy as np
 
 from ..config import BUNDLED_MODEL
 from ..errors import ConfigurationError, EmbeddingError
+from .decisions import band_at, load_shifts
 from .onnx_encoder import OnnxSentenceEncoder, bundled_model_dir
 
 log = logging.getLogger(__name__)
@@ -31,11 +33,14 @@ BUNDLED_DIMENSION = 384
 # (what every store written before the int8 paths existed records), the others add a suffix.
 PATH_IDS = {"fp32": BUNDLED_MODEL, "int8-row": f"{BUNDLED_MODEL}#int8-row", "int8": f"{BUNDLED_MODEL}#int8"}
 PRECISIONS = ("auto", *PATH_IDS)
-# The path a new store gets when the precision setting is auto: fp32. int8-row is about three
-# times as fast and its vectors do not depend on their batch, but a pair's cosine still moves by up
-# to ~0.02 against fp32, so near-copy decisions at the default thresholds (extract, consolidate)
-# differ for pairs near them (docs/BENCHMARKS.md, issue 45); int8 moves more, and with its batch.
-NEW_STORE_PATH = "fp32"
+# The path a new store gets when the precision setting is auto: int8-row, faster than fp32 and its
+# vectors do not depend on their batch. Its cosines differ a little from fp32's, so a similarity
+# near a threshold is decided again on fp32 vectors (decisions.py): the decisions are fp32's as far
+# as the measured bound holds (docs/BENCHMARKS.md, issue 45).
+NEW_STORE_PATH = "int8-row"
+# fp32 vectors of texts decided again near a threshold, kept: a stored memory near many new ones
+# (a batch of restatements, a consolidate pass) is embedded once.
+REFERENCE_CACHE = 4096
 OPENAI_DIMENSIONS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, "text-embedding-ada-002": 1536}
 
 
@@ -81,6 +86,13 @@ class EmbeddingRouter:
         self._dimension: int | None = self.dimension_hint()
         self._lock = threading.Lock()
         self.backend_name = ""
+        # The fp32 sibling that re-decides similarities near a threshold (decisions.py): built at
+        # the first such case, never on the fp32 path.
+        self._reference: EmbeddingRouter | None = None
+        self._reference_cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._reference_lock = threading.Lock()
+        self.reference_texts = 0  # texts the reference embedded (not from its cache)
+        self.reference_asks = 0  # calls: groups of decisions near a threshold
 
     @property
     def is_bundled(self) -> bool:
@@ -118,6 +130,49 @@ class EmbeddingRouter:
                 log.info("embedding on the %s path, the one this store's vectors were written with", path)
                 self.path = path
                 self._encode = None  # a model loaded on the other path is dropped
+
+    def decision_band(self, threshold: float) -> float:
+        """How near the threshold a similarity is decided again on fp32 vectors (0: never; decisions.py)."""
+        if self.path != "int8-row" or not self.is_bundled or self.backend not in ("auto", "onnx"):
+            return 0.0
+        return band_at(load_shifts(), threshold)
+
+    def reference_vectors(self, texts: list[str]) -> np.ndarray:
+        """fp32 vectors of texts (unit length), from the bundled model's fp32 path, loaded on first use."""
+        with self._reference_lock:
+            self.reference_asks += 1
+            missing = list(dict.fromkeys(t for t in texts if t not in self._reference_cache))
+            if missing:
+                if self._reference is None:
+                    log.info("loading the fp32 path to decide similarities near a threshold (%s path)", self.path)
+                    self._reference = EmbeddingRouter(
+                        self._model,
+                        backend="onnx",
+                        precision="fp32",
+                        cache_dir=self._cache_dir,
+                        batch_size=self._batch_size,
+                        threads=self._threads,
+                    )
+                self.reference_texts += len(missing)
+                for text, vector in zip(missing, self._reference.embed_documents(missing), strict=True):
+                    self._reference_cache[text] = vector
+            for text in texts:
+                self._reference_cache.move_to_end(text)
+            out = np.stack([self._reference_cache[t] for t in texts])
+            while len(self._reference_cache) > max(REFERENCE_CACHE, len(texts)):
+                self._reference_cache.popitem(last=False)
+            return out
+
+    def decision_note(self) -> str:
+        """What the fp32 reference has done so far, for health."""
+        if self.decision_band(0.9) <= 0:
+            return ""
+        if self._reference is None:
+            return "; similarities near a threshold are decided on fp32 vectors (none yet)"
+        return (
+            f"; similarities near a threshold are decided on fp32 vectors: {self.reference_asks} times, "
+            f"{self.reference_texts} texts embedded"
+        )
 
     @property
     def loaded(self) -> bool:

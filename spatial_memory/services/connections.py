@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..algorithms.keywords import tokenize
+from ..embeddings.decisions import at_least, decision_band
 from ..errors import MemoryNotFoundError, ValidationError
 from ..records import Provenance
 from ..storage.filters import build_filter
@@ -136,9 +137,15 @@ class ConnectionService(Service):
         for r in store.relation_graph().by_memory.get(reference.id, ()):
             other = r.target_id if r.source_id == reference.id else r.source_id
             related.setdefault(other, []).append(r.relation)
+        related_enough = at_least(
+            self._resources.embedder,
+            similarity,
+            min_similarity,
+            lambda k: (reference.content, records[k].content),
+        )
         found: list[Connection] = []
-        for record, sim in zip(records, similarity.tolist(), strict=True):
-            if sim < min_similarity:
+        for record, sim, ok in zip(records, similarity.tolist(), related_enough.tolist(), strict=True):
+            if not ok:
                 continue
             theirs = set(tokenize(record.content))
             shared = sorted(mine & theirs)
@@ -183,7 +190,22 @@ class ConnectionService(Service):
         vectors = vectors_of(table) if table.num_rows else np.zeros((0, store.dim), np.float32)
         names = sorted(set(spaces.tolist()))
         groups = [np.flatnonzero(spaces == name) for name in names]
-        pairs, total = _bridges(vectors, groups, float(min_similarity), int(max_bridges))
+        id_of: list[str] = ids.tolist()
+        contents: dict[str, str] = {}
+
+        def reaches(rows: np.ndarray, cols: np.ndarray, sims: np.ndarray) -> np.ndarray:
+            """Pairs near min_similarity, decided as the embedder's fp32 path would."""
+            missing = list({id_of[i] for i in (*rows.tolist(), *cols.tolist())} - contents.keys())
+            contents.update((r.id, r.content) for r in store.get_many(missing))
+            return at_least(
+                self._resources.embedder,
+                sims,
+                float(min_similarity),
+                lambda k: (contents.get(id_of[int(rows[k])], ""), contents.get(id_of[int(cols[k])], "")),
+            )
+
+        band = decision_band(self._resources.embedder, float(min_similarity))
+        pairs, total = _bridges(vectors, groups, float(min_similarity), int(max_bridges), band, reaches)
         records = {r.id: r for r in store.get_many(list({ids[i] for p in pairs for i in p[1:]}))}
         bridges = []
         for sim, i, j in pairs:
@@ -201,10 +223,16 @@ def _end(record: Any) -> BridgeEnd:
 
 
 def _bridges(
-    vectors: np.ndarray, groups: list[np.ndarray], threshold: float, keep: int
+    vectors: np.ndarray,
+    groups: list[np.ndarray],
+    threshold: float,
+    keep: int,
+    band: float = 0.0,
+    reaches: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None = None,
 ) -> tuple[list[tuple[float, int, int]], int]:
     """(similarity, row, row) of the `keep` closest pairs of rows in different groups at or above
-    the threshold, closest first, and how many pairs reached it.
+    the threshold, closest first, and how many pairs reached it; the pairs within `band` of it
+    as `reaches(rows, rows, similarities)` decides.
 
     Exact: the rows are laid out group by group, and each block of a group is multiplied with
     every later group at once (one large product instead of one per pair of groups). A bound to
@@ -222,7 +250,14 @@ def _bridges(
         for start in range(begin, end, rows_per_block):
             stop = min(start + rows_per_block, end)
             block = laid[start:stop] @ later.T
-            rows, cols = np.nonzero(block >= threshold)
+            rows, cols = np.nonzero(block >= threshold - band)
+            if rows.size and reaches is not None and band > 0:
+                sims = block[rows, cols]
+                close = np.abs(sims - threshold) < band
+                ok = sims >= threshold
+                if close.any():
+                    ok[close] = reaches(order[start + rows[close]], order[end + cols[close]], sims[close])
+                rows, cols = rows[ok], cols[ok]
             if rows.size:
                 total += int(rows.size)
                 kept.add(block[rows, cols], order[start + rows], order[end + cols])

@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import validation as check
 from ..algorithms.grouping import mean_pairwise_similarity, near_duplicate_groups
+from ..embeddings.decisions import among, as_decided
 from ..errors import (
     NamespaceNotFoundError,
     StorageError,
@@ -92,8 +93,11 @@ class ConsolidationService(Service):
             records.sort(key=lambda r: (r.created_at, r.id))
             report_progress(1, CONSOLIDATE_STEPS, "memories read", source="steps")
             vectors = np.stack([np.asarray(r.vector, dtype=np.float32) for r in records])
-            all_groups = self._duplicate_groups(records, vectors, similarity_threshold)
-            plans = [self._plan(records, vectors, group, strategy, now) for group in all_groups[:max_groups]]
+            all_groups = self._duplicate_groups(records, vectors, similarity_threshold, self._resources.embedder)
+            plans = [
+                self._plan(records, vectors, group, strategy, now, similarity_threshold)
+                for group in all_groups[:max_groups]
+            ]
             report_progress(2, CONSOLIDATE_STEPS, f"{len(plans)} groups found", source="steps")
             done = [plan for plan in plans if plan.kept is not None]
             if not dry_run and done:
@@ -110,12 +114,15 @@ class ConsolidationService(Service):
             dry_run=dry_run,
         )
 
-    def _plan(self, records, vectors: np.ndarray, group: list[int], strategy: str, now: datetime) -> _GroupPlan:
+    def _plan(
+        self, records, vectors: np.ndarray, group: list[int], strategy: str, now: datetime, threshold: float
+    ) -> _GroupPlan:
         members = [records[i] for i in group]
+        described = as_decided(self._resources.embedder, vectors[group], [m.content for m in members], threshold)
         rep = self._representative(members, strategy)
         others = sorted((m for m in members if m.id != rep.id), key=lambda m: (m.created_at, m.id))
         kept, reason = self._kept_record(rep, others, strategy, now)
-        return _GroupPlan(rep, others, kept, reason, mean_pairwise_similarity(vectors[group]))
+        return _GroupPlan(rep, others, kept, reason, mean_pairwise_similarity(described))
 
     def _write(self, store, done: list[_GroupPlan], origin: Provenance) -> None:
         """The kept rows (embedded when their content changed) in, the others closed: one commit."""
@@ -141,9 +148,12 @@ class ConsolidationService(Service):
             ) from exc
 
     @staticmethod
-    def _duplicate_groups(records: list[MemoryRecord], vectors: np.ndarray, threshold: float) -> list[list[int]]:
+    def _duplicate_groups(
+        records: list[MemoryRecord], vectors: np.ndarray, threshold: float, embedder: object
+    ) -> list[list[int]]:
         """Near-duplicate groups (complete linkage) among memories with equal detail signatures,
-        split where two members use opposite words (see spatial_memory.text.details)."""
+        split where two members use opposite words (see spatial_memory.text.details); pairs near
+        the threshold decided as the embedder's fp32 path would (embeddings/decisions.py)."""
         # Not at the top: text/details.py reads text/extraction.py, whose rule table is slow to
         # compile: paid by the first consolidate, not by every server's start.
         from ..text.details import detail_signature, split_opposed
@@ -155,7 +165,8 @@ class ConsolidationService(Service):
         for members in classes.values():
             if len(members) < 2:
                 continue
-            for group in near_duplicate_groups(vectors[members], threshold):
+            band, reaches = among(embedder, threshold, [records[k].content for k in members])
+            for group in near_duplicate_groups(vectors[members], threshold, band=band, reaches=reaches):
                 parts = split_opposed([records[members[k]].content for k in group], 2)
                 groups.extend([members[group[i]] for i in part] for part in parts)
         groups.sort(key=lambda g: (-len(g), g[0]))

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..algorithms.grouping import mean_pairwise_similarity, near_duplicate_groups, split_in_two, without_outliers
+from ..embeddings.decisions import Redecides, among
 from ..records import MemoryRecord, Provenance, new_id
 from ..runtime.resources import Resources
 from ..storage.filters import build_filter
@@ -64,7 +65,7 @@ def distill(
         groups: list[list[int]] = []
         if len(episodes) >= MIN_EPISODES:
             vectors = np.stack([np.asarray(r.vector, dtype=np.float32) for r in episodes])
-            groups = restatement_groups([r.content for r in episodes], vectors)
+            groups = restatement_groups([r.content for r in episodes], vectors, embedder=resources.embedder)
         groups.sort(key=lambda g: (-len(g), g[0]))
         fresh = [g for g in groups if not any({episodes[i].id for i in g} <= ids for ids in done)]
         now = resources.clock()
@@ -109,11 +110,15 @@ def restatement_groups(
     similarity: float = RESTATEMENT_SIMILARITY,
     margin: float = OUTLIER_MARGIN,
     gap: float = SPLIT_GAP,
+    embedder: object = None,
 ) -> list[list[int]]:
     """Groups (indexes, at least MIN_EPISODES) of texts that say the same thing: every two at least
     `similarity` alike and claiming the same (text/claims.py); a group that is two (each part more
     alike within than between by over `gap`: two claims about one person or thing) split in two;
-    then without members more than `margin` less alike the rest than the rest are alike each other."""
+    then without members more than `margin` less alike the rest than the rest are alike each other.
+    With an embedder that re-decides near a threshold (embeddings/decisions.py), the pairs near
+    `similarity` are decided on fp32 vectors, and so is each group's split and outliers (means of
+    many pairs, their shift not bounded by one pair's)."""
     # Not at the top: text/details.py reads text/extraction.py, whose rule table takes ~40 ms to
     # compile: paid by the first distill, not by every server's start.
     from ..text.claims import claims, disagreement
@@ -123,11 +128,16 @@ def restatement_groups(
     def agree(i: int, others: np.ndarray) -> np.ndarray:
         return np.array([disagreement(said[i], said[j]) is None for j in others.tolist()], dtype=bool)
 
+    band, reaches = among(embedder, similarity, texts)
     groups = []
-    for whole in near_duplicate_groups(vectors, similarity, agree=agree):
-        for part in split_in_two(vectors[whole], gap) if len(whole) >= MIN_EPISODES else []:
-            group = [whole[k] for k in part]
-            kept = [group[k] for k in without_outliers(vectors[group], margin)]
+    for whole in near_duplicate_groups(vectors, similarity, agree=agree, band=band, reaches=reaches):
+        if len(whole) < MIN_EPISODES:
+            continue
+        mine = vectors[whole]
+        if band > 0 and isinstance(embedder, Redecides):
+            mine = embedder.reference_vectors([texts[i] for i in whole])
+        for part in split_in_two(mine, gap):
+            kept = [whole[part[k]] for k in without_outliers(mine[part], margin)]
             if len(kept) >= MIN_EPISODES:
                 groups.append(kept)
     return groups

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..embeddings.decisions import at_least, decision_band
 from ..storage.filters import build_filter
 from ..storage.table.schema import vectors_of
 
@@ -28,6 +29,9 @@ EXACT_SCAN_LIMIT = 20_000
 # search rather than a scan of every stored vector of the namespace.
 FEW_VECTORS = 16
 _BLOCK = 8_192
+# Stored memories looked at per candidate while the closest ones are all within the band of the
+# threshold: beyond, the rest are left undecided as not near-copies.
+MAX_UNDECIDED = 256
 
 
 @dataclass(frozen=True)
@@ -40,30 +44,72 @@ class NearCopy:
 
 
 def near_copies(
-    store: Store, namespaces: Sequence[str], vectors: np.ndarray, threshold: float
+    store: Store,
+    namespaces: Sequence[str],
+    vectors: np.ndarray,
+    threshold: float,
+    texts: Sequence[str],
+    embedder: object,
 ) -> list[NearCopy | None]:
-    """For each candidate (namespace, unit vector), in order: what it is a near-copy of, or None."""
+    """For each candidate (namespace, unit vector, its text), in order: what it is a near-copy of,
+    or None. Similarities near the threshold are decided as the embedder's fp32 path would
+    (embeddings/decisions.py): every stored memory within its band is looked at, not only the closest."""
     vectors = np.asarray(vectors, dtype=np.float32)
+    band = decision_band(embedder, threshold)
     found: list[NearCopy | None] = [None] * len(vectors)
     by_namespace: dict[str, list[int]] = {}
     for i, namespace in enumerate(namespaces):
         by_namespace.setdefault(namespace, []).append(i)
     with store.one_version():  # one version check for every namespace, not one each
         for namespace, indexes in by_namespace.items():
-            closest_of = closest_stored(store, namespace, vectors[indexes], batch_size=len(vectors))
-            for i, closest in zip(indexes, closest_of, strict=True):
-                if closest and closest[0][1] >= threshold:
-                    found[i] = NearCopy(similarity=closest[0][1], memory_id=closest[0][0])
+            closest_of = _closest_within(store, namespace, vectors[indexes], threshold, band, len(vectors))
+            pairs = [(i, hit) for i, closest in zip(indexes, closest_of, strict=True) for hit in closest]
+            reached = at_least(
+                embedder,
+                [h[1] for _, h in pairs],
+                threshold,
+                lambda k, pairs=pairs: (texts[pairs[k][0]], pairs[k][1][2]),
+            )
+            for (i, hit), ok in zip(pairs, reached.tolist(), strict=True):
+                if ok and found[i] is None:
+                    found[i] = NearCopy(similarity=hit[1], memory_id=hit[0])
             kept: list[int] = []
             for i in indexes:
                 if found[i] is None and kept:
                     sims = vectors[kept] @ vectors[i]
-                    j = int(np.argmax(sims))
-                    if sims[j] >= threshold:
+                    others = [texts[k] for k in kept]
+                    ok = at_least(embedder, sims, threshold, lambda k, a=texts[i], others=others: (a, others[k]))
+                    if ok.any():
+                        j = int(np.argmax(np.where(ok, sims, -np.inf)))
                         found[i] = NearCopy(similarity=float(sims[j]), candidate=kept[j])
                 if found[i] is None:
                     kept.append(i)
     return found
+
+
+def _closest_within(
+    store, namespace: str, vectors: np.ndarray, threshold: float, band: float, batch_size: int
+) -> list[list[tuple[str, float, str]]]:
+    """For each vector, the stored memories of the namespace it may be a near-copy of, closest
+    first: the closest one when it is at least `threshold - band` alike, and while the closest is
+    within the band (undecided yet), every other within it too."""
+    floor = threshold - band
+    k = 1
+    found = closest_stored(store, namespace, vectors, k, batch_size=batch_size)
+    while band > 0 and k < MAX_UNDECIDED:
+        more = [
+            n
+            for n, hits in enumerate(found)
+            if len(hits) == k and hits[-1][1] >= floor and hits[0][1] < threshold + band
+        ]
+        if not more:
+            break
+        k *= 4
+        for n, hits in zip(
+            more, closest_stored(store, namespace, vectors[more], k, batch_size=batch_size), strict=True
+        ):
+            found[n] = hits
+    return [[hit for hit in hits if hit[1] >= floor] for hits in found]
 
 
 def closest_stored(

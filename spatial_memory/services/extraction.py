@@ -51,7 +51,11 @@ class ExtractionService(Service):
         vectors = np.asarray(
             self._resources.embedder.embed_documents([c.content for c in candidates]), dtype=np.float32
         )
-        duplicate_of = _duplicates(self._resources.store(), namespace, vectors, dedup_threshold) if deduplicate else {}
+        duplicate_of = (
+            _duplicates(self._resources, namespace, vectors, [c.content for c in candidates], dedup_threshold)
+            if deduplicate
+            else {}
+        )
         accepted = [i for i in range(len(candidates)) if i not in duplicate_of]
         items = [_new_memory(candidates[i], namespace) for i in accepted]
         records = (
@@ -88,9 +92,9 @@ def _candidates(text: str, min_confidence: float) -> list:
         raise ExtractionError(f"Extraction failed on this text: {type(exc).__name__}") from exc
 
 
-def _duplicates(store, namespace: str, vectors: np.ndarray, threshold: float) -> dict[int, Any]:
+def _duplicates(resources, namespace: str, vectors: np.ndarray, texts: list[str], threshold: float) -> dict[int, Any]:
     """Candidate -> the memory it copies: a stored memory's id, or ("candidate", index) of an earlier one."""
-    copies = near_copies(store, [namespace] * len(vectors), vectors, threshold)
+    copies = near_copies(resources.store(), [namespace] * len(vectors), vectors, threshold, texts, resources.embedder)
     return {
         i: copy.memory_id if copy.memory_id is not None else ("candidate", copy.candidate)
         for i, copy in enumerate(copies)

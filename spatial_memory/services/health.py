@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 
 from .. import __version__
+from ..embeddings.decisions import Redecides
 from ..errors import SpatialMemoryError
 from .base import Service
 from .results import HealthCheck, HealthResult, timestamp
@@ -67,7 +68,8 @@ class HealthService(Service):
         dim = embedder.dimension
         if self._resources.store_is_open and self._resources.store().dim != dim:
             return "error", f"{embedder.model_id} gives {dim} dimensions, the store holds another size"
-        return "ok", f"{embedder.model_id} loaded ({dim} dimensions)"
+        note = embedder.decision_note() if isinstance(embedder, Redecides) else ""
+        return "ok", f"{embedder.model_id} loaded ({dim} dimensions){note}"
 
     def _upkeep(self) -> tuple[str, str]:
         upkeep = self._resources.upkeep

@@ -183,7 +183,7 @@ class MemoryService(Service):
         look-alike are closed, each linked to the record that replaces it."""
         store = self._resources.store()
         with store.exclusive():
-            alike = look_alikes(store, records, self._settings)
+            alike = look_alikes(store, records, self._settings, self._resources.embedder)
             copies = {} if allow_duplicate else _exact_copies(records, alike)
             skipped = [
                 i

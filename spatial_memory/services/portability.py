@@ -191,9 +191,12 @@ def _invalid_import(problems, failed: int, total: int) -> MemoryImportError:
     )
 
 
-def _duplicates(store, candidates, threshold: float) -> set[int]:
+def _duplicates(store, candidates, threshold: float, embedder: object) -> set[int]:
     """The candidates that are near copies of a memory of their namespace (stored or earlier in the file)."""
-    copies = near_copies(store, [c.namespace for c in candidates], np.stack([c.vector for c in candidates]), threshold)
+    vectors = np.stack([c.vector for c in candidates])
+    copies = near_copies(
+        store, [c.namespace for c in candidates], vectors, threshold, [c.content for c in candidates], embedder
+    )
     return {i for i, copy in enumerate(copies) if copy is not None}
 
 
@@ -312,7 +315,11 @@ class PortabilityService(Service):
             self._embed(candidates)
         retired = [c for c in candidates if c.retired is not None]
         candidates = [c for c in candidates if c.retired is None]
-        duplicates = _duplicates(store, candidates, dedup_threshold) if deduplicate and candidates else set()
+        duplicates = (
+            _duplicates(store, candidates, dedup_threshold, self._resources.embedder)
+            if deduplicate and candidates
+            else set()
+        )
         keep = [c for i, c in enumerate(candidates) if i not in duplicates]
         skipped = {cid for i in duplicates if (cid := candidates[i].id)}
         provenance = provenance or Provenance(via="import")

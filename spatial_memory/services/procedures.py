@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from .. import validation as check
+from ..embeddings.decisions import at_least, decision_band
 from ..errors import MemoryNotFoundError, ValidationError
 from ..limits import MAX_PROCEDURE_LABEL as MAX_LABEL
 from ..limits import MAX_PROCEDURE_TEXT as MAX_TEXT
@@ -256,12 +257,19 @@ class ProcedureService(Service):
         if namespace is not None:
             namespace = check.namespace(namespace, self._settings)
         wanted = _label("domain", domain).lower() if domain is not None else None
-        vector = self._resources.embedder.embed_query(task)
+        embedder = self._resources.embedder
+        vector = embedder.embed_query(task)
         hits = self._resources.store().search(
-            vector, max(limit * SEARCH_WIDTH, 20), procedure_filter(namespace), min_similarity=MIN_SIMILARITY
+            vector,
+            max(limit * SEARCH_WIDTH, 20),
+            procedure_filter(namespace),
+            min_similarity=MIN_SIMILARITY - decision_band(embedder, MIN_SIMILARITY),
+        )
+        about = at_least(
+            embedder, [h.similarity for h in hits], MIN_SIMILARITY, lambda k: (task, hits[k].record.content)
         )
         found: list[Scored] = []
-        for hit in hits:
+        for hit in (h for h, ok in zip(hits, about.tolist(), strict=True) if ok):
             procedure = Procedure.from_metadata(hit.record.metadata)
             if procedure is None or (procedure.status == "deprecated" and not include_deprecated):
                 continue

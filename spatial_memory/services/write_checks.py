@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..config import Settings
+from ..embeddings.decisions import decide, decision_band
 from ..records import MemoryRecord
 from .duplicates import closest_stored
 
@@ -49,37 +50,53 @@ def _specifics(text: str) -> tuple[tuple[frozenset[str], bool], tuple[int, ...]]
     return specifics(text)
 
 
-def relation(new_text: str, stored_text: str, similarity: float, settings: Settings) -> str | None:
-    """DUPLICATE, CONTRADICTION or None for a stored memory this similar to a new one."""
+def relation(new_text: str, stored_text: str, settings: Settings) -> tuple[str, float]:
+    """What a stored memory is to a new one if similar enough - DUPLICATE or CONTRADICTION - and
+    the similarity from which it is."""
     # Not at the top: text/details.py reads text/extraction.py, whose rule table is slow to
     # compile: paid by the first write that needs it, not by every server's start.
     from ..text.details import opposed
 
-    if similarity < min(settings.duplicate_threshold, settings.contradiction_threshold):
-        return None
     (new_details, new_polarity), (stored_details, stored_polarity) = _specifics(new_text), _specifics(stored_text)
     if new_details == stored_details and not opposed(new_polarity, stored_polarity):
-        return DUPLICATE if similarity >= settings.duplicate_threshold else None
-    return CONTRADICTION if similarity >= settings.contradiction_threshold else None
+        return DUPLICATE, settings.duplicate_threshold
+    return CONTRADICTION, settings.contradiction_threshold
 
 
-def look_alikes(store: Store, records: Sequence[MemoryRecord], settings: Settings) -> list[list[LookAlike]]:
+def look_alikes(
+    store: Store, records: Sequence[MemoryRecord], settings: Settings, embedder: object
+) -> list[list[LookAlike]]:
     """For each record (with its vector), the stored memories of its namespace it duplicates or
-    contradicts, most similar first."""
+    contradicts, most similar first; similarities near a threshold decided as the embedder's fp32
+    path would (embeddings/decisions.py)."""
     found: list[list[LookAlike]] = [[] for _ in records]
-    floor = min(settings.duplicate_threshold, settings.contradiction_threshold)
+    floor = min(
+        t - decision_band(embedder, t) for t in (settings.duplicate_threshold, settings.contradiction_threshold)
+    )
     by_namespace: dict[str, list[int]] = {}
     for i, record in enumerate(records):
         by_namespace.setdefault(record.namespace, []).append(i)
+    asked: list[tuple[int, str, float, str, str, float]] = []  # (record, id, similarity, content, relation, threshold)
     with store.one_version():  # one version check for every namespace of the batch, not one each
         for namespace, indexes in by_namespace.items():
             vectors = np.stack([np.asarray(records[i].vector, dtype=np.float32) for i in indexes])
             closest_of = closest_stored(store, namespace, vectors, LOOK_ALIKES, batch_size=len(records))
             for i, closest in zip(indexes, closest_of, strict=True):
                 for memory_id, similarity, content in closest:
-                    if similarity < floor:
-                        continue
-                    kind = relation(records[i].content, content, similarity, settings)
-                    if kind is not None:
-                        found[i].append(LookAlike(memory_id, min(similarity, 1.0), kind, content))
+                    if similarity >= floor:
+                        asked.append(
+                            (i, memory_id, similarity, content, *relation(records[i].content, content, settings))
+                        )
+    for threshold in sorted({a[5] for a in asked}):
+        mine = [a for a in asked if a[5] == threshold]
+        reached, decided = decide(
+            embedder, [a[2] for a in mine], threshold, lambda k, mine=mine: (records[mine[k][0]].content, mine[k][3])
+        )
+        for (i, memory_id, _, content, kind, _), ok, similarity in zip(
+            mine, reached.tolist(), decided.tolist(), strict=True
+        ):
+            if ok:
+                found[i].append(LookAlike(memory_id, min(similarity, 1.0), kind, content))
+    for alike in found:
+        alike.sort(key=lambda a: -a.similarity)
     return found
