@@ -36,15 +36,15 @@ async def _remember_all(settings: Settings, embedder) -> dict:
         return data(await client.call_tool("stats", {}))
 
 
-async def test_a_new_store_records_the_int8_row_path_and_other_stores_keep_theirs(tmp_path, bundled_models):
+async def test_a_new_store_records_the_fp32_path_and_opted_in_stores_keep_theirs(tmp_path, bundled_models):
     new_settings = Settings(path=tmp_path / "new", preload=False)
     stats = await _remember_all(new_settings, _router(bundled_models))
-    assert stats["embedding_model"] == INT8_ROW and stats["total_memories"] == len(TEXTS)
-    written = {"int8-row": new_settings}
-    for path in ("fp32", "int8"):
+    assert stats["embedding_model"] == FP32 and stats["total_memories"] == len(TEXTS)
+    written = {"fp32": new_settings}
+    for path in ("int8-row", "int8"):
         written[path] = Settings(path=tmp_path / path, preload=False)
         assert (await _remember_all(written[path], _router(bundled_models, path)))["embedding_model"] == (
-            FP32 if path == "fp32" else INT8
+            INT8_ROW if path == "int8-row" else INT8
         )
 
     # A server on auto follows each store, whichever path it embedded with before.
@@ -189,11 +189,7 @@ async def test_reembed_moves_a_store_to_another_path(tmp_path, bundled_models):
     import subprocess
     import sys
 
-    from spatial_memory.storage.repair import doctor
-
     settings = await _fp32_store_with_history(tmp_path, bundled_models)
-    # doctor points an fp32 store (an earlier version's) at reembed; once moved, it no longer does
-    assert "`spatial-memory reembed` moves it to int8-row" in doctor.render(doctor.check(settings.db_path))
     env = {k: v for k, v in os.environ.items() if not k.startswith("SPATIAL_MEMORY_")}
     command = [
         sys.executable,
@@ -210,7 +206,6 @@ async def test_reembed_moves_a_store_to_another_path(tmp_path, bundled_models):
     assert "re-embedded 5 of 5" in done.stderr  # 4 memories and the updated one's past version
     assert "4 memories and 1 past versions" in done.stderr and f"{FP32} -> {INT8_ROW}" in done.stderr
     assert done.stdout == ""
-    assert "`spatial-memory reembed`" not in doctor.render(doctor.check(settings.db_path))
     stats, best = await _recall_own_text(settings, bundled_models)
     assert stats["embedding_model"] == INT8_ROW and stats["total_memories"] == len(TEXTS)
     assert best["content"] == TEXTS[2] and best["similarity"] == pytest.approx(1.0, abs=1e-5)

@@ -20,7 +20,6 @@ from typing import Any
 
 import numpy as np
 
-from ...config import BUNDLED_MODEL
 from ..table.connection import SMALL_INDEX_CACHE_BYTES, connect
 from ..table.schema import DIM_KEY, MODEL_KEY, TABLE_NAME
 from ..writing.locking import LOCK_FILE, StoreLock
@@ -169,9 +168,7 @@ def _check_model(table, report: Report) -> None:
     model = meta.get(MODEL_KEY, b"").decode() or None
     dim = meta.get(DIM_KEY, b"").decode() or None
     if model and dim:
-        fp32 = model == BUNDLED_MODEL  # the bundled model's fp32 path: stores of earlier versions
-        note = "; the fp32 path: `spatial-memory reembed` moves it to int8-row, new stores' path" if fp32 else ""
-        report.add("model", True, f"model record: {model}, {dim} dimensions{note}")
+        report.add("model", True, f"model record: {model}, {dim} dimensions")
     else:
         report.add("model", False, "no model record in the table's schema: the store was not written by spatial-memory")
 
