@@ -148,49 +148,6 @@ def test_ranking_output_is_pinned(tmp_path):
             assert hit[1:] == pin[1:], (case, hit, pin)
 
 
-def test_distinct_hits_are_those_of_every_spare_hit_and_only_they_are_read(tmp_path):
-    """recall and hybrid_recall read only the records of the distinct hits they return (issue 45), and
-    return what reading every spare hit and keeping the first of each content gave (copies stored)."""
-    from spatial_memory.config import Settings
-    from spatial_memory.runtime.resources import Resources
-    from spatial_memory.services.search import SearchService
-
-    resources = Resources(Settings(path=tmp_path / "store", preload=False), embedder=_Embedder())
-    try:
-        store = resources.store()
-        memories = _memories()
-        store.add(memories)
-        store.add([replace(m, id=str(uuid.UUID(int=1000 + i))) for i, m in enumerate(memories[:60])])  # copies
-        service = SearchService(resources)
-        read: list[int] = []
-        materialize = store.materialize
-
-        def counted(candidates, indices):
-            read.append(len(indices))
-            return materialize(candidates, indices)
-
-        store.materialize = counted  # type: ignore[method-assign]
-        copies_met = 0
-        for case in CASES:
-            args = {k: v for k, v in case.items() if k != "alpha"}
-            query, limit = args.pop("query"), args.pop("limit")
-            alpha = case.get("alpha", 0.5)
-            with store.one_version():
-                every, _ = service._ranked(query, limit=limit, alpha=alpha, spare=limit, **args)
-            contents = [h.record.content for h in every]
-            copies_met += len(contents) - len(set(contents))
-            expected = list(dict.fromkeys(contents))[:limit]
-            read.clear()
-            got = service.hybrid_recall(query, limit=limit, alpha=alpha, **args)
-            assert [m.content for m in got.memories] == expected, case
-            assert max(read, default=0) <= limit and (read or alpha >= 1.0), (case, read)  # 1.0: plain search
-            if "alpha" not in case:
-                assert [m.content for m in service.recall(query, limit=limit, **args).memories] == expected, case
-        assert copies_met > 0  # the copies were among the spare hits: the case this test is about
-    finally:
-        resources.upkeep.stop()
-
-
 if __name__ == "__main__":
     import tempfile
 

@@ -97,7 +97,6 @@ class SearchService(Service):
         limit: int,
         alpha: float = DEFAULT_PARAMS.alpha,
         spare: int = 0,
-        distinct: bool = False,
         **where: Unpack[RecallFilters],
     ) -> tuple[list[RankedHit], np.ndarray]:
         """The best memories for a query, by meaning, keywords and conversation context, and the
@@ -111,9 +110,7 @@ class SearchService(Service):
         With `as_of`, the memories current at that moment are searched instead (their versions then,
         memories superseded since included; keywords find only versions still current). `spare`
         more hits follow the best `limit` (ranked alike: the search depth is the limit's), for a
-        caller that drops some (`_distinct`). With `distinct`, only the best `limit` hits with
-        distinct contents among those are returned (what `_distinct` keeps of them, no more): the
-        others' records are never read.
+        caller that drops some (`_distinct`).
         """
         check.query_text(query)
         if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 <= alpha <= 1.0:
@@ -135,7 +132,9 @@ class SearchService(Service):
         from_vector = set(by_vector.ids) if by_vector is not None else set()
         best_bm25 = max(bm25.values(), default=0.0)
         hits: list[RankedHit] = []
-        for i, record in _materialized(store, candidates, chosen, limit if distinct else None):
+        for i, record in zip(chosen, store.materialize(candidates, chosen), strict=True):
+            if record is None:  # deleted since the search
+                continue
             hits.append(
                 RankedHit(
                     record=record,
@@ -234,7 +233,7 @@ class SearchService(Service):
             pinned = self.pinned(namespace) if as_of is None else []
             alpha = DEFAULT_PARAMS.alpha if hybrid_alpha is None else hybrid_alpha
             wanted = limit + len(pinned)  # room for copies of another hit or of a pinned memory
-            hits, query_vector = self._ranked(query, limit=wanted, alpha=alpha, spare=wanted, distinct=True, **where)
+            hits, query_vector = self._ranked(query, limit=wanted, alpha=alpha, spare=wanted, **where)
         pinned_ids = {r.id for r in pinned}
         pinned_contents = {r.content for r in pinned}
         others = [h for h in hits if h.record.id not in pinned_ids and h.record.content not in pinned_contents]
@@ -307,7 +306,7 @@ class SearchService(Service):
         self, query: str, *, alpha: float = 0.5, limit: int = 5, **where: Unpack[RecallFilters]
     ) -> HybridRecallResult:
         with self._resources.store().one_version():
-            ranked, _ = self._ranked(query, limit=limit, alpha=alpha, spare=limit, distinct=True, **where)
+            ranked, _ = self._ranked(query, limit=limit, alpha=alpha, spare=limit, **where)
         hits = _distinct(ranked, limit)
         self._resources.upkeep.record_access(h.record.id for h in hits)
         items = [
@@ -335,29 +334,6 @@ def mark_weak(
     query)."""
     for item, weak in zip(items, weak_hits(similarities, rule), strict=True):
         item.weak = weak
-
-
-def _materialized(
-    store: Store, candidates: Candidates, chosen: list[int], distinct: int | None
-) -> list[tuple[int, MemoryRecord]]:
-    """(candidate, record) of the chosen candidates still stored, in order. With `distinct`, only the
-    first that many of them with distinct contents (`_distinct`'s choice), reading only their
-    records: a recall of 10 read 20 (its spare hits), ~45 us each (docs/BENCHMARKS.md, "45: memory
-    and recall latency"). When a record differs from its candidate (deleted or rewritten since
-    the search), every chosen record is read and `_distinct` decides, as without `distinct`."""
-    if distinct is not None:
-        seen: set[str] = set()
-        firsts = [i for i in chosen if candidates.content[i] not in seen and not seen.add(candidates.content[i])]
-        firsts = firsts[:distinct]
-        records = store.materialize(candidates, firsts)
-        if all(r is not None and r.content == candidates.content[i] for i, r in zip(firsts, records, strict=True)):
-            return [(i, r) for i, r in zip(firsts, records, strict=True) if r is not None]
-    pairs = zip(chosen, store.materialize(candidates, chosen), strict=True)
-    found = [(i, r) for i, r in pairs if r is not None]  # None: deleted since the search
-    if distinct is None:
-        return found
-    seen = set()
-    return [(i, r) for i, r in found if r.content not in seen and not seen.add(r.content)][:distinct]
 
 
 def _distinct(hits: list[RankedHit], limit: int) -> list[RankedHit]:
