@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 import pytest
+from scipy import sparse
 from sklearn.cluster import HDBSCAN
 
 from spatial_memory.algorithms._linalg import unit_rows
@@ -41,7 +42,8 @@ def test_points_match_scikit_learn(seed, n, k, min_cluster_size, noise):
 @pytest.mark.parametrize(("n", "k", "min_cluster_size", "noise"), [(800, 5, 8, 0.6), (1500, 8, 15, 1.0)])
 def test_graph_matches_scikit_learn(seed, n, k, min_cluster_size, noise):
     graph = knn_distance_graph(_blobs(n, k, noise=noise, seed=seed), 30)
-    theirs = HDBSCAN(min_cluster_size=min_cluster_size, min_samples=2, metric="precomputed", copy=True).fit(graph)
+    matrix = sparse.csr_matrix((graph.data, graph.indices, graph.indptr), shape=(graph.n, graph.n))
+    theirs = HDBSCAN(min_cluster_size=min_cluster_size, min_samples=2, metric="precomputed", copy=True).fit(matrix)
     _assert_same(hdbscan_graph(graph, min_cluster_size, 2), theirs)
 
 

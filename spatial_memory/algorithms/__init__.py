@@ -1,8 +1,8 @@
 """Pure numerical algorithms: numpy arrays in, arrays / plain Python out.
 
-scipy is imported inside the
-functions that need it (clustering above 500 points), so importing this package stays cheap and
-a map of up to 500 memories never imports it.
+Clustering and regions need numpy only (sparse_graph.py); scipy is imported inside the one
+function that needs it (a layout curve outside layout.py's table), so importing this package stays
+cheap.
 """
 
 from .clustering import (

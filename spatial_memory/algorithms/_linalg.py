@@ -22,12 +22,18 @@ def unit_rows(vectors: np.ndarray) -> np.ndarray:
     return np.divide(arr, norms, out=np.zeros_like(arr), where=norms > 0)
 
 
+# Elements of each of the three float64 temporaries of a chunk of pairs (both ends and their
+# difference): 2 MB each. A chunk of 2**21 held ~50 MB at once, the largest part of `regions`'
+# peak (docs/BENCHMARKS.md, "45: memory and recall latency"); each row's distance is the same.
+PAIR_CHUNK_ELEMENTS = 1 << 18
+
+
 def pair_distances(unit: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     """Euclidean distances between rows[i] and cols[i] of ``unit``, from the differences."""
     # float64 differences: sqrt(2 - 2*sim) from float32 sims is off by ~3e-4
     # for near-duplicates.
     out = np.empty(rows.size)
-    step = max(1, (1 << 21) // max(unit.shape[1], 1))
+    step = max(1, PAIR_CHUNK_ELEMENTS // max(unit.shape[1], 1))
     for start in range(0, rows.size, step):
         stop = start + step
         out[start:stop] = np.linalg.norm(unit[rows[start:stop]] - unit[cols[start:stop]], axis=1)

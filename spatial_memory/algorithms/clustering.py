@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ._linalg import as_matrix, pair_distances, unit_rows
 from .hdbscan import hdbscan_graph, hdbscan_points
 from .neighbors import cosine_knn
-
-if TYPE_CHECKING:
-    from scipy import sparse
+from .sparse_graph import DistanceGraph, connected_components, minimum_spanning_tree
 
 # Measured on a 2-core box with 384-d unit vectors (scikit-learn's HDBSCAN, whose
 # results hdbscan.py reproduces): HDBSCAN on the raw vectors grows ~n^2 (1,000: 0.6 s,
@@ -28,7 +25,7 @@ _GRAPH_NEIGHBORS = 30
 # (75 memories, 5 topics: ARI 0.68 / 6 noise at 2 vs 0.42 / 24 noise at 4).
 _MAX_MIN_SAMPLES = 2
 _COMPONENT_NEIGHBORS = 3
-_MIN_DISTANCE = 1e-9  # csgraph treats zero weights as missing edges
+_MIN_DISTANCE = 1e-9  # a zero weight is no edge (sparse_graph.py, as in scipy's csgraph)
 _SILHOUETTE_SAMPLE = 2000
 # A new store is too sparse for density: HDBSCAN called all 15 memories noise where 6 were about
 # deploys among 9 about anything else (issue 43). Up to this many memories, a store where it finds
@@ -124,24 +121,19 @@ def similarity_groups(vectors: np.ndarray, min_size: int, min_similarity: float 
     return labels
 
 
-def knn_distance_graph(unit: np.ndarray, k: int) -> sparse.csr_matrix:
-    """Symmetric CSR matrix of euclidean distances on a connected k-NN graph.
+def knn_distance_graph(unit: np.ndarray, k: int) -> DistanceGraph:
+    """Symmetric sparse matrix of euclidean distances on a connected k-NN graph.
 
     Includes explicit zero self-distances so HDBSCAN's core distance (which
     counts the point itself) matches the dense computation. Components of the
     k-NN graph are joined through their nearest components by centroid.
     """
-    # scipy only here, not at the top: a map of up to 500 memories never needs it (algorithms/__init__.py).
-    from scipy import sparse
-    from scipy.sparse import csgraph
-
     n = unit.shape[0]
     indices, _ = cosine_knn(unit, k)
     rows = np.repeat(np.arange(n), indices.shape[1])
     cols = indices.ravel()
     dists = pair_distances(unit, rows, cols)
-    adjacency = sparse.coo_matrix((np.ones(rows.size), (rows, cols)), shape=(n, n))
-    n_comp, component = csgraph.connected_components(adjacency, directed=False)
+    n_comp, component = connected_components(rows, cols, n)
     if n_comp > 1:
         extra_rows, extra_cols, extra_dists = _component_links(unit, component, n_comp)
         rows = np.concatenate([rows, extra_rows])
@@ -152,14 +144,9 @@ def knn_distance_graph(unit: np.ndarray, k: int) -> sparse.csr_matrix:
     pairs, first = np.unique(lo * n + hi, return_index=True)
     lo, hi, dists = pairs // n, pairs % n, np.maximum(dists[first], _MIN_DISTANCE)
     diag = np.arange(n)
-    graph = sparse.csr_matrix(  # from (data, (rows, cols)), as coo_matrix(...).tocsr() builds it
-        (
-            np.concatenate([dists, dists, np.zeros(n)]),
-            (np.concatenate([lo, hi, diag]), np.concatenate([hi, lo, diag])),
-        ),
-        shape=(n, n),
+    return DistanceGraph.from_entries(
+        np.concatenate([lo, hi, diag]), np.concatenate([hi, lo, diag]), np.concatenate([dists, dists, np.zeros(n)]), n
     )
-    return graph
 
 
 def _unit_distance(sims: np.ndarray) -> np.ndarray:
@@ -170,9 +157,6 @@ def _component_links(unit: np.ndarray, component: np.ndarray, n_comp: int) -> tu
     """Edges joining k-NN components: a spanning tree over component centroids
     plus each component's nearest few, each realised between the two members
     closest to the other component's centroid."""
-    # scipy only here, not at the top: a map of up to 500 memories never needs it (algorithms/__init__.py).
-    from scipy.sparse import csgraph
-
     centroids = np.zeros((n_comp, unit.shape[1]))
     np.add.at(centroids, component, unit)
     norms = np.linalg.norm(centroids, axis=1, keepdims=True)
@@ -180,8 +164,12 @@ def _component_links(unit: np.ndarray, component: np.ndarray, n_comp: int) -> tu
     centroid_sims = centroids @ centroids.T
     centroid_dist = _unit_distance(centroid_sims) + _MIN_DISTANCE
     np.fill_diagonal(centroid_dist, 0.0)
-    tree = csgraph.minimum_spanning_tree(centroid_dist).tocoo()
-    pairs = {(min(a, b), max(a, b)) for a, b in zip(tree.row.tolist(), tree.col.tolist(), strict=True)}
+    everyone = np.arange(n_comp)
+    dense = DistanceGraph.from_entries(
+        np.repeat(everyone, n_comp), np.tile(everyone, n_comp), centroid_dist.ravel(), n_comp
+    )
+    heads, tails, _ = minimum_spanning_tree(dense)
+    pairs = {(min(a, b), max(a, b)) for a, b in zip(heads.tolist(), tails.tolist(), strict=True)}
     np.fill_diagonal(centroid_sims, -np.inf)
     nearest = np.argsort(-centroid_sims, axis=1, kind="stable")[:, :_COMPONENT_NEIGHBORS]
     for a in range(n_comp):
@@ -246,7 +234,10 @@ def silhouette(vectors: np.ndarray, labels: np.ndarray) -> float:
     if ids.size < 2 or ids.size >= idx.size:
         return 0.0
     x = unit[idx]
-    dist = np.clip(1.0 - x @ x.T, 0.0, 2.0)
+    # In place: one n x n matrix instead of three (2,000 sampled points: 32 MB each).
+    dist = x @ x.T
+    np.subtract(1.0, dist, out=dist)
+    np.clip(dist, 0.0, 2.0, out=dist)
     np.fill_diagonal(dist, 0.0)
     onehot = np.zeros((idx.size, ids.size))
     onehot[np.arange(idx.size), inverse] = 1.0

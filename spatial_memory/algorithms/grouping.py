@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ._linalg import as_matrix, unit_rows
+from ._linalg import PAIR_CHUNK_ELEMENTS, as_matrix, unit_rows
 from .neighbors import similarity_blocks
 
 # Screening runs in float32; candidates within this slack are re-checked in
@@ -99,7 +99,7 @@ def _neighbours_above(
 
 def _pair_similarities(unit: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     out = np.empty(rows.size)
-    step = max(1, (1 << 21) // max(unit.shape[1], 1))
+    step = max(1, PAIR_CHUNK_ELEMENTS // max(unit.shape[1], 1))
     for start in range(0, rows.size, step):
         stop = start + step
         out[start:stop] = np.einsum("ij,ij->i", unit[rows[start:stop]], unit[cols[start:stop]])

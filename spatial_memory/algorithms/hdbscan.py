@@ -1,4 +1,4 @@
-"""HDBSCAN with excess-of-mass cluster selection, in numpy and scipy.
+"""HDBSCAN with excess-of-mass cluster selection, in numpy.
 
 Importing scikit-learn's HDBSCAN costs more time and memory in a fresh process than
 clustering a 500-memory map takes (docs/BENCHMARKS.md). This module computes the same clustering as
@@ -17,15 +17,11 @@ entries are the only known distances (each row holding its zero self-distance).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ._linalg import pair_distances
-
-if TYPE_CHECKING:
-    from scipy import sparse
-
+from .sparse_graph import DistanceGraph, connected_components, minimum_spanning_tree
 
 _GRAM_EXACT_ABOVE = 1e-3
 
@@ -60,27 +56,23 @@ def hdbscan_points(points: np.ndarray, min_cluster_size: int, min_samples: int) 
     return _labels_from_tree(heads, tails, weights, n, min_cluster_size)
 
 
-def hdbscan_graph(graph: sparse.csr_matrix, min_cluster_size: int, min_samples: int) -> HdbscanResult:
-    """HDBSCAN on a connected sparse distance graph (CSR, symmetric, zero diagonal stored)."""
-    # scipy only here, not at the top: a map of up to 500 memories never needs it (algorithms/__init__.py).
-    from scipy import sparse
-    from scipy.sparse import csgraph
-
-    csr = sparse.csr_matrix(graph, dtype=np.float64, copy=True)
-    n = len(csr.indptr) - 1  # its rows (scipy leaves csr.shape's type unknown to the checker)
+def hdbscan_graph(graph: DistanceGraph, min_cluster_size: int, min_samples: int) -> HdbscanResult:
+    """HDBSCAN on a connected sparse distance graph (symmetric, zero diagonal stored)."""
+    n = graph.n
     _check(n, min_cluster_size, min_samples)
-    row_of_entry = np.repeat(np.arange(n), np.diff(csr.indptr))
-    order = np.lexsort((csr.data, row_of_entry))
-    counts = np.diff(csr.indptr)
+    row_of_entry = graph.rows()
+    order = np.lexsort((graph.data, row_of_entry))
+    counts = np.diff(graph.indptr)
     core = np.full(n, np.inf)
     known = counts > min_samples - 1
-    core[known] = csr.data[order][csr.indptr[:-1][known] + min_samples - 1]
-    csr.data = np.maximum(csr.data, np.maximum(core[row_of_entry], core[csr.indices]))
-    if csgraph.connected_components(csr, directed=False, return_labels=False) > 1:
+    core[known] = graph.data[order][graph.indptr[:-1][known] + min_samples - 1]
+    reachable = DistanceGraph(
+        graph.indptr, graph.indices, np.maximum(graph.data, np.maximum(core[row_of_entry], core[graph.indices]))
+    )
+    off_diagonal = row_of_entry != graph.indices
+    if connected_components(row_of_entry[off_diagonal], graph.indices[off_diagonal], n)[0] > 1:
         raise ValueError("the distance graph is not connected")
-    tree = csgraph.minimum_spanning_tree(csr)
-    heads, tails = tree.nonzero()
-    weights = np.asarray(tree[heads, tails]).reshape(-1)
+    heads, tails, weights = minimum_spanning_tree(reachable)
     return _labels_from_tree(heads, tails, weights, n, min_cluster_size)
 
 

@@ -6,8 +6,12 @@ from collections.abc import Iterator
 
 import numpy as np
 
-# ~32 MB of float32 similarities per block keeps 20k x 20k comparisons bounded.
-_BLOCK_ELEMENTS = 1 << 23
+# Rows of similarities per block: ~1 MB of float32 (and twice that of indices in cosine_knn) up
+# to 1,000 points, never fewer than BLOCK_MIN_ROWS rows (matrix products of fewer rows are slow).
+# Blocks of 32 MB held ~16 MB at once in a 1,000-memory `regions`, ~130 MB at 5,000; the
+# neighbours are the same (docs/BENCHMARKS.md, "45: memory and recall latency").
+_BLOCK_ELEMENTS = 1 << 18
+BLOCK_MIN_ROWS = 256
 
 
 def similarity_blocks(
@@ -16,7 +20,7 @@ def similarity_blocks(
     """Yield ``(start, stop, sims)`` with ``sims = X[start:stop] @ X.T`` (float32)."""
     x = np.ascontiguousarray(unit_vectors, dtype=np.float32)
     n = x.shape[0]
-    block = max(1, block_elements // max(n, 1))
+    block = max(BLOCK_MIN_ROWS, block_elements // max(n, 1))
     for start in range(0, n, block):
         stop = min(n, start + block)
         yield start, stop, x[start:stop] @ x.T

@@ -27,7 +27,6 @@ from typing import Any
 from urllib.parse import parse_qs
 
 import anyio
-import scipy.sparse.csgraph  # noqa: F401 - the regions' clustering needs it past 500 memories: loaded with the page
 import uvicorn
 from mcp.server.auth.middleware.bearer_auth import RequireAuthMiddleware
 from starlette.applications import Starlette
