@@ -69,11 +69,10 @@ def test_defaults_and_empties_are_left_out_numbers_rounded_times_to_the_second_i
     assert lean(RecallResult(memories=[], total=0)) == {"memories": []}
 
 
-def test_a_weak_hit_keeps_its_id_content_and_similarity():
+def test_a_weak_hit_is_named_by_its_id_and_content_and_marked():
     assert lean(item(weak=True, namespace="work", importance=0.9)) == {
         "id": FULL[:8],
         "content": "Deploys go out on Fridays",
-        "similarity": 0.41,
         "weak": True,
     }
 

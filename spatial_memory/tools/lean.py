@@ -19,8 +19,8 @@ programs); its text is this lean form of the same result, built here for every t
   and a result as one string, "<action> (<tool>) -> <result>" (one with parameters stays an
   object); a number that is the item's place in its list (ORDINAL_FIELDS) is left out;
 - a hit recall or how_to marked weak (algorithms/relevance.py) is shown as what names it (id and
-  content, or procedure id and name) and its similarity, with `"weak": true`: the model sees where
-  relevance ends.
+  content, or procedure id and name) with `"weak": true` in place of its similarity: the model sees
+  where relevance ends, and a number for what is marked irrelevant would only cost tokens.
 
 What to do with each field of a result type is worked out once per type (`_plan`).
 
@@ -64,7 +64,7 @@ ORDINAL_FIELDS = frozenset({"cluster_id"})
 # A count left out when it is the length of the one list beside it.
 COUNT_FIELDS = frozenset({"total", "total_namespaces", "count", "node_count"})
 # What a weak hit keeps.
-WEAK_FIELDS = frozenset({"id", "content", "similarity", "procedure_id", "name", "weak"})
+WEAK_FIELDS = frozenset({"id", "content", "procedure_id", "name", "weak"})
 # A procedure step's fields that read as one string, "<action> (<tool>) -> <result>".
 STEP_FIELDS = frozenset({"action", "tool", "result"})
 _NO_DEFAULT = object()
