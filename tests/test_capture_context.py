@@ -79,6 +79,19 @@ def test_a_prompt_gets_what_recall_finds(tmp_path: Path) -> None:
     assert "Related to this prompt:" in text and "PostgreSQL 16" in text
 
 
+def test_a_prompt_does_not_repeat_the_pinned_memories_the_session_start_gave(tmp_path: Path) -> None:
+    """Recall lists the namespace's pinned memories first, whatever the prompt; the session start
+    already put them in the context, so a prompt's part holds only what recall found for it."""
+    app = seeded_app(tmp_path)
+    prompt = "which database did we decide to use for the billing service"
+    recalled = app.search.recall(prompt, namespace=NS, limit=5).memories
+    assert recalled[0].pinned and recalled[0].content.startswith("Deploys go through")
+    start = build_within(5.0, app.resources.settings.path, NS, "new", None, open_app=lambda _: app)
+    text = build_within(5.0, app.resources.settings.path, NS, "new", prompt, open_app=lambda _: app)
+    assert "Deploys go through the release train" in start
+    assert "Deploys go through the release train" not in text and "PostgreSQL 16" in text
+
+
 def test_nothing_ready_within_the_budget_means_no_context(tmp_path: Path) -> None:
     (tmp_path / "store" / "lancedb").mkdir(parents=True)
 

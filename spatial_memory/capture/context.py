@@ -3,8 +3,8 @@
 SessionStart gets the namespace's pinned memories and the last session's summary (or, when
 that session ended without one, its strongest captures); UserPromptSubmit (Claude Code only:
 Cursor's beforeSubmitPrompt cannot add context) gets what recall finds for the prompt, less the
-hits recall marks weak (algorithms/relevance.py: the one rule for where relevance ends), so a
-prompt the store has nothing on adds nothing. Parts are
+pinned memories SessionStart gave and the hits recall marks weak (algorithms/relevance.py: the
+one rule for where relevance ends), so a prompt the store has nothing on adds nothing. Parts are
 built in order in a worker thread; whatever is ready when the client's time budget runs out is
 returned, so a slow first model load costs the prompt its recall, not the user their wait.
 """
@@ -86,9 +86,23 @@ def parts_for(parts: list[str], app: Any, namespace: str, session_id: str, promp
             parts.append(last)
         return
     found = app.search.recall(prompt, namespace=namespace, limit=RECALL_LIMIT)
-    related = [m.content for m in found.memories if not m.weak]
+    related = [m.content for m in _not_given_at_start(found.memories) if not m.weak]
     if related:
         parts.append("Related to this prompt:\n" + _bullets(related))
+
+
+def _not_given_at_start(memories: list[Any]) -> list[Any]:
+    """Recall's hits less the pinned memories SessionStart already put in the session's context:
+    recall lists the namespace's pinned memories first in the store's pinned order, SessionStart
+    gave the first PINNED_LIMIT of that order (and runs again after a clear or a compaction)."""
+    given = 0
+    kept = []
+    for memory in memories:
+        if memory.pinned and given < PINNED_LIMIT:
+            given += 1
+            continue
+        kept.append(memory)
+    return kept
 
 
 def _open(store_path: Path) -> Any:
