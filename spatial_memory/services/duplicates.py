@@ -77,8 +77,8 @@ def near_copies(
             for i in indexes:
                 if found[i] is None and kept:
                     sims = vectors[kept] @ vectors[i]
-                    others = [texts[k] for k in kept]
-                    ok = at_least(embedder, sims, threshold, lambda k, a=texts[i], others=others: (a, others[k]))
+                    # texts(k) is asked only for the few within the band, before `kept` grows again
+                    ok = at_least(embedder, sims, threshold, lambda k, a=texts[i], kept=kept: (a, texts[kept[k]]))
                     if ok.any():
                         j = int(np.argmax(np.where(ok, sims, -np.inf)))
                         found[i] = NearCopy(similarity=float(sims[j]), candidate=kept[j])
