@@ -169,16 +169,18 @@ SYNTHETIC_NOISE = 0.025
 
 
 def text_embeddings(texts: list[str], cache: Path) -> np.ndarray:
-    """MiniLM embeddings of the synthetic texts, computed once per store root (~4 minutes here)."""
+    """MiniLM embeddings of the synthetic texts on the path a new store gets (NEW_STORE_PATH),
+    computed once per store root and path (~4 minutes here)."""
     import numpy as np
 
     from spatial_memory.embeddings.onnx_encoder import OnnxSentenceEncoder, bundled_model_dir
+    from spatial_memory.embeddings.router import NEW_STORE_PATH
 
-    saved = cache / f"synthetic-embeddings-{len(texts)}.npy"
+    saved = cache / f"synthetic-embeddings-{len(texts)}-{NEW_STORE_PATH}.npy"
     if saved.exists():
         return np.load(saved)
     cache.mkdir(parents=True, exist_ok=True)
-    encoder = OnnxSentenceEncoder(bundled_model_dir(), cache / "models", batch_size=32)
+    encoder = OnnxSentenceEncoder(bundled_model_dir(), cache / "models", precision=NEW_STORE_PATH, batch_size=32)
     vectors = encoder.encode(texts)
     np.save(saved, vectors)
     return vectors
@@ -191,11 +193,13 @@ def build_synthetic_store(path: Path, n: int, seed: int = 0) -> None:
     they do in real use; purely random vectors would put every query far from all of them."""
     import numpy as np
 
+    from spatial_memory.embeddings.router import NEW_STORE_PATH, PATH_IDS
     from spatial_memory.records import MemoryRecord, new_id
     from spatial_memory.storage.store import MemoryStore
 
     rng = np.random.default_rng(seed)
-    store = MemoryStore(path / "lancedb", "all-MiniLM-L6-v2", 384, compact_fragment_threshold=10**9)
+    # Recorded as a new store's server would: the default path's id, so the server embeds queries on it.
+    store = MemoryStore(path / "lancedb", PATH_IDS[NEW_STORE_PATH], 384, compact_fragment_threshold=10**9)
     texts = short_texts(min(n, SYNTHETIC_TEXTS), seed=seed)
     base = text_embeddings(texts, path.parent)
     chunk = 50_000
@@ -283,10 +287,13 @@ def latency_store(root: Path, n: int) -> Path:
     ingest_store = root / f"ingest-batch-{n}"
     if ingest_store.exists():
         return ingest_store
-    store = root / f"latency-{n}"
+    from spatial_memory.embeddings.router import NEW_STORE_PATH
+
+    name = f"latency-{n}-{NEW_STORE_PATH}"  # one per path: a store's vectors are its path's
+    store = root / name
     if (store / BUILT_MARK).exists():
         return store
-    store = _fresh_store(root, f"latency-{n}", _shared_models(root))
+    store = _fresh_store(root, name, _shared_models(root))
     t = time.perf_counter()
     build_synthetic_store(store, n)
     (store / BUILT_MARK).write_text(f"{n} memories in {time.perf_counter() - t:.0f} s\n")

@@ -33,12 +33,11 @@ BUNDLED_DIMENSION = 384
 # (what every store written before the int8 paths existed records), the others add a suffix.
 PATH_IDS = {"fp32": BUNDLED_MODEL, "int8-row": f"{BUNDLED_MODEL}#int8-row", "int8": f"{BUNDLED_MODEL}#int8"}
 PRECISIONS = ("auto", *PATH_IDS)
-# The path a new store gets when the precision setting is auto: fp32. int8-row is faster and batch
-# independent, and on it a similarity near a threshold is decided again on fp32 vectors
-# (decisions.py), but remember's contradiction check (0.75) lands in that band for most memories, so
-# an int8-row ingest ends up computing fp32 vectors as well: no faster, and heavier, than fp32
-# alone (docs/BENCHMARKS.md, issue 45). int8-row stays a choice (SPATIAL_MEMORY_EMBEDDING_PRECISION).
-NEW_STORE_PATH = "fp32"
+# The path a new store gets when the precision setting is auto: int8-row, batch independent
+# (activations scaled per row) and about twice fp32's speed; a similarity near a threshold that
+# changes the store is decided again on fp32 vectors (decisions.py). A store written on fp32 keeps
+# being served by fp32 (its recorded model id); `spatial-memory reembed` moves it.
+NEW_STORE_PATH = "int8-row"
 # fp32 vectors of texts decided again near a threshold, kept: a stored memory near many new ones
 # (a batch of restatements, a consolidate pass) is embedded once.
 REFERENCE_CACHE = 4096
