@@ -5,6 +5,8 @@ services as fp32 decides them by cosine."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 from mcp import Client
@@ -144,33 +146,69 @@ SKILL = {
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("band", [0.0, 3.0])
-async def test_every_site_decides_near_its_threshold_through_the_routine(tmp_path, band):
+async def test_every_write_decides_near_its_threshold_through_the_routine(tmp_path, band):
+    """With a band every pair is decided again (here: found identical) where the decision changes
+    the store; a read or a report is decided on the store's own vectors (here: all unrelated)."""
     embedder = _SaysAllAlike(band)
     alike = band > 0
     async with Client(create_server(Settings(path=tmp_path / "store", preload=False), embedder=embedder)) as client:
         first = data(await client.call_tool("remember", {"content": UNRELATED[0], "namespace": "a"}))
-        # remember's look-alikes (0.9 / 0.75)
+        # remember's look-alikes (0.9 / 0.75): a report with on_duplicate=store ...
         second = data(await client.call_tool("remember", {"content": UNRELATED[1], "namespace": "a"}))
-        assert bool(second.get("similar_existing")) == alike, second
+        assert not second.get("similar_existing"), second
+        assert embedder.asked == 0
         # extract's near-copies (0.9)
         extracted = data(await client.call_tool("extract", {"text": "We decided to use PostgreSQL.", "namespace": "a"}))
         assert any(e.get("duplicate_of") for e in extracted["extractions"]) == alike, extracted
         # consolidate's groups (0.85)
         merged = data(await client.call_tool("consolidate", {"namespace": "a"}))
         assert (merged["groups_found"] > 0) == alike, merged
-        # discover_connections (0.5) and corpus_bridges (0.8)
-        data(await client.call_tool("remember", {"content": UNRELATED[2], "namespace": "b"}))
+        asked_by_writes = embedder.asked
+        # reads: discover_connections (0.5), corpus_bridges (0.8), how_to (0.2)
+        data(await client.call_tool("remember", {"content": "Glaciers carve valleys slowly.", "namespace": "b"}))
         connections = data(await client.call_tool("discover_connections", {"memory_id": first["id"]}))
-        assert (connections["total"] > 0) == alike, connections
+        assert connections["total"] == 0, connections
         bridges = data(await client.call_tool("corpus_bridges", {}))
-        assert (bridges["total_bridges"] > 0) == alike, bridges
-        # how_to (0.2)
+        assert bridges["total_bridges"] == 0, bridges
         data(await client.call_tool("build_skill", {**SKILL, "namespace": "c"}))
         found = data(await client.call_tool("how_to", {"task": "zebra migration routes", "namespace": "c"}))
-        assert bool(found["procedures"]) == alike, found
+        assert not found["procedures"], found
+        assert embedder.asked == asked_by_writes
         # distill (0.6): three episodes of one session that share nothing
         episodes = [{"content": t, "namespace": "d", "memory_type": "conversation"} for t in UNRELATED]
         data(await client.call_tool("remember_batch", {"memories": episodes}))
         distilled = data(await client.call_tool("consolidate", {"namespace": "d", "strategy": "distill"}))
         assert (distilled["groups_found"] > 0) == alike, distilled
+        data(await client.call_tool("remember", {"content": "Rain fell on the harbour.", "namespace": "s"}))
+        # remember's look-alikes as writes: skip (duplicates), supersede (every look-alike)
+        skipped = data(
+            await client.call_tool(
+                "remember", {"content": "The kettle whistles.", "namespace": "s", "on_duplicate": "skip"}
+            )
+        )
+        assert skipped["stored"] is not alike, skipped
+        closing = data(
+            await client.call_tool(
+                "remember", {"content": "Owls hunt at dusk.", "namespace": "s", "on_duplicate": "supersede"}
+            )
+        )
+        assert bool(closing.get("superseded")) == alike, closing
     assert (embedder.asked > 0) == alike
+
+
+def test_the_fp32_path_is_released_when_idle(monkeypatch, bundled_models):
+    """The fp32 model that decides writes near a threshold is dropped once idle, and loads again
+    when needed, with the same vectors."""
+    from spatial_memory.embeddings import router as router_module
+
+    monkeypatch.setattr(router_module, "REFERENCE_IDLE_SECONDS", 0.3)
+    router = EmbeddingRouter(precision="int8-row", cache_dir=bundled_models)
+    first = router.reference_vectors(["the deploy runs at noon", "the deploy runs at midnight"])
+    assert router.reference_loaded
+    deadline = time.monotonic() + 10
+    while router.reference_loaded and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not router.reference_loaded
+    again = router.reference_vectors(["the deploy runs at noon", "a text not seen before"])
+    assert router.reference_loaded
+    np.testing.assert_allclose(again[0], first[0], atol=1e-6)

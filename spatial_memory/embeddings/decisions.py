@@ -13,6 +13,12 @@ decision, as far as the measurement holds: a pair whose int8-row cosine is at le
 the band; within `near` of the threshold no measured pair shifted by more than band / SAFETY, and
 every measured shift is below `near`. The int8 path (batch-dependent) has no band: its cosines
 move with their batch, no bound is claimed for it.
+
+Only a decision that changes the store is decided again (`changes_store`, the default): which
+near-copies extract and import leave out, what consolidate merges and distill learns, what remember
+skips or closes (on_duplicate=skip / supersede). A read or a report - recall's ranking, how_to's
+floor, discover_connections, corpus_bridges, remember's similar_existing - is decided on the
+store's own vectors, as recall ranks on them: fp32 is then loaded only for writes near a threshold.
 """
 
 from __future__ import annotations
@@ -56,19 +62,25 @@ class Redecides(Protocol):
     def decision_note(self) -> str: ...
 
 
-def decision_band(embedder: object, threshold: float) -> float:
-    """How far from the threshold a similarity may be and still be decided again (0: never)."""
-    return embedder.decision_band(threshold) if isinstance(embedder, Redecides) else 0.0
+def decision_band(embedder: object, threshold: float, *, changes_store: bool = True) -> float:
+    """How far from the threshold a similarity may be and still be decided again (0: never; never
+    for a decision that does not change the store)."""
+    return embedder.decision_band(threshold) if changes_store and isinstance(embedder, Redecides) else 0.0
 
 
 def decide(
-    embedder: object, similarities: np.ndarray | list[float], threshold: float, texts: Callable[[int], tuple[str, str]]
+    embedder: object,
+    similarities: np.ndarray | list[float],
+    threshold: float,
+    texts: Callable[[int], tuple[str, str]],
+    *,
+    changes_store: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(whether each similarity reaches the threshold, the similarities as decided: fp32's for
-    those within the embedder's band of it). `texts(i)` names the two texts of similarity i,
-    asked only for those within the band."""
+    those within the embedder's band of it when the decision changes the store). `texts(i)` names
+    the two texts of similarity i, asked only for those within the band."""
     sims = np.asarray(similarities, dtype=np.float64).reshape(-1).copy()
-    band = decision_band(embedder, threshold)
+    band = decision_band(embedder, threshold, changes_store=changes_store)
     close = np.flatnonzero(np.abs(sims - threshold) < band) if band > 0 else np.zeros(0, np.int64)
     if close.size and isinstance(embedder, Redecides):
         pairs = [texts(int(i)) for i in close]
@@ -80,10 +92,15 @@ def decide(
 
 
 def at_least(
-    embedder: object, similarities: np.ndarray | list[float], threshold: float, texts: Callable[[int], tuple[str, str]]
+    embedder: object,
+    similarities: np.ndarray | list[float],
+    threshold: float,
+    texts: Callable[[int], tuple[str, str]],
+    *,
+    changes_store: bool = True,
 ) -> np.ndarray:
     """Whether each similarity reaches the threshold (`decide`'s first half)."""
-    return decide(embedder, similarities, threshold, texts)[0]
+    return decide(embedder, similarities, threshold, texts, changes_store=changes_store)[0]
 
 
 def among(

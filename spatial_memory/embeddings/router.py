@@ -41,6 +41,8 @@ NEW_STORE_PATH = "int8-row"
 # fp32 vectors of texts decided again near a threshold, kept: a stored memory near many new ones
 # (a batch of restatements, a consolidate pass) is embedded once.
 REFERENCE_CACHE = 4096
+# How long the fp32 model stays loaded after it last decided a similarity (loading it again: ~0.3 s).
+REFERENCE_IDLE_SECONDS = 30.0
 OPENAI_DIMENSIONS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, "text-embedding-ada-002": 1536}
 
 
@@ -91,6 +93,7 @@ class EmbeddingRouter:
         self._reference: EmbeddingRouter | None = None
         self._reference_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._reference_lock = threading.Lock()
+        self._release_timer: threading.Timer | None = None
         self.reference_texts = 0  # texts the reference embedded (not from its cache)
         self.reference_asks = 0  # calls: groups of decisions near a threshold
 
@@ -156,12 +159,40 @@ class EmbeddingRouter:
                 self.reference_texts += len(missing)
                 for text, vector in zip(missing, self._reference.embed_documents(missing), strict=True):
                     self._reference_cache[text] = vector
+                self._release_reference_later()
             for text in texts:
                 self._reference_cache.move_to_end(text)
             out = np.stack([self._reference_cache[t] for t in texts])
             while len(self._reference_cache) > max(REFERENCE_CACHE, len(texts)):
                 self._reference_cache.popitem(last=False)
             return out
+
+    @property
+    def reference_loaded(self) -> bool:
+        """Whether the fp32 model that decides similarities near a threshold is loaded now."""
+        return self._reference is not None
+
+    def _release_reference_later(self) -> None:
+        """Drop the fp32 model REFERENCE_IDLE_SECONDS after its last use (called under the reference
+        lock): it is needed for the rare write near a threshold, and holding it beside the default
+        path's model would cost the whole session its memory."""
+        if self._release_timer is not None:
+            self._release_timer.cancel()
+        self._release_timer = threading.Timer(REFERENCE_IDLE_SECONDS, self._release_reference)
+        self._release_timer.daemon = True
+        self._release_timer.name = "spatial-memory-fp32-release"
+        self._release_timer.start()
+
+    def _release_reference(self) -> None:
+        from ..runtime.heap import trim
+
+        with self._reference_lock:
+            if self._reference is None:
+                return
+            self._reference = None
+            self._release_timer = None
+        log.info("released the fp32 path (idle %.0f s)", REFERENCE_IDLE_SECONDS)
+        trim()  # the session's arenas go back to the system: without it most of them stay resident
 
     def decision_note(self) -> str:
         """What the fp32 reference has done so far, for health."""

@@ -137,11 +137,12 @@ class ConnectionService(Service):
         for r in store.relation_graph().by_memory.get(reference.id, ()):
             other = r.target_id if r.source_id == reference.id else r.source_id
             related.setdefault(other, []).append(r.relation)
-        related_enough = at_least(
+        related_enough = at_least(  # a read: decided on the store's own vectors (decisions.py)
             self._resources.embedder,
             similarity,
             min_similarity,
             lambda k: (reference.content, records[k].content),
+            changes_store=False,
         )
         found: list[Connection] = []
         for record, sim, ok in zip(records, similarity.tolist(), related_enough.tolist(), strict=True):
@@ -194,7 +195,7 @@ class ConnectionService(Service):
         contents: dict[str, str] = {}
 
         def reaches(rows: np.ndarray, cols: np.ndarray, sims: np.ndarray) -> np.ndarray:
-            """Pairs near min_similarity, decided as the embedder's fp32 path would."""
+            """Pairs near min_similarity, decided on the store's own vectors (a read: decisions.py)."""
             missing = list({id_of[i] for i in (*rows.tolist(), *cols.tolist())} - contents.keys())
             contents.update((r.id, r.content) for r in store.get_many(missing))
             return at_least(
@@ -202,9 +203,10 @@ class ConnectionService(Service):
                 sims,
                 float(min_similarity),
                 lambda k: (contents.get(id_of[int(rows[k])], ""), contents.get(id_of[int(cols[k])], "")),
+                changes_store=False,
             )
 
-        band = decision_band(self._resources.embedder, float(min_similarity))
+        band = decision_band(self._resources.embedder, float(min_similarity), changes_store=False)
         pairs, total = _bridges(vectors, groups, float(min_similarity), int(max_bridges), band, reaches)
         records = {r.id: r for r in store.get_many(list({ids[i] for p in pairs for i in p[1:]}))}
         bridges = []

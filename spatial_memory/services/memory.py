@@ -31,12 +31,19 @@ from .results import (
     content_preview,
     timestamp,
 )
-from .write_checks import DUPLICATE, LookAlike, look_alikes
+from .write_checks import CONTRADICTION, DUPLICATE, LookAlike, look_alikes
 
 if TYPE_CHECKING:  # named in annotations only
     from ..storage.protocol import Store
 
 ON_DUPLICATE = ("store", "skip", "supersede")
+# The look-alikes whose finding changes the store, per on_duplicate: skip leaves out a record with
+# a duplicate, supersede closes every look-alike; store only reports them.
+_CHANGES_STORE: dict[str, frozenset[str]] = {
+    "store": frozenset(),
+    "skip": frozenset({DUPLICATE}),
+    "supersede": frozenset({DUPLICATE, CONTRADICTION}),
+}
 
 
 class MemoryService(Service):
@@ -183,7 +190,7 @@ class MemoryService(Service):
         look-alike are closed, each linked to the record that replaces it."""
         store = self._resources.store()
         with store.exclusive():
-            alike = look_alikes(store, records, self._settings, self._resources.embedder)
+            alike = look_alikes(store, records, self._settings, self._resources.embedder, _CHANGES_STORE[on_duplicate])
             copies = {} if allow_duplicate else _exact_copies(records, alike)
             skipped = [
                 i

@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from .. import validation as check
-from ..embeddings.decisions import at_least, decision_band
+from ..embeddings.decisions import at_least
 from ..errors import MemoryNotFoundError, ValidationError
 from ..limits import MAX_PROCEDURE_LABEL as MAX_LABEL
 from ..limits import MAX_PROCEDURE_TEXT as MAX_TEXT
@@ -263,10 +263,15 @@ class ProcedureService(Service):
             vector,
             max(limit * SEARCH_WIDTH, 20),
             procedure_filter(namespace),
-            min_similarity=MIN_SIMILARITY - decision_band(embedder, MIN_SIMILARITY),
+            min_similarity=MIN_SIMILARITY,
         )
+        # A read: decided on the store's own vectors, as recall ranks (embeddings/decisions.py).
         about = at_least(
-            embedder, [h.similarity for h in hits], MIN_SIMILARITY, lambda k: (task, hits[k].record.content)
+            embedder,
+            [h.similarity for h in hits],
+            MIN_SIMILARITY,
+            lambda k: (task, hits[k].record.content),
+            changes_store=False,
         )
         found: list[Scored] = []
         for hit in (h for h, ok in zip(hits, about.tolist(), strict=True) if ok):

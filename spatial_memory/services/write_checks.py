@@ -11,7 +11,7 @@ Settings.contradiction_threshold. Consolidate uses the same test to keep such lo
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -64,15 +64,20 @@ def relation(new_text: str, stored_text: str, settings: Settings) -> tuple[str, 
 
 
 def look_alikes(
-    store: Store, records: Sequence[MemoryRecord], settings: Settings, embedder: object
+    store: Store,
+    records: Sequence[MemoryRecord],
+    settings: Settings,
+    embedder: object,
+    changes_store: Collection[str] = (),
 ) -> list[list[LookAlike]]:
     """For each record (with its vector), the stored memories of its namespace it duplicates or
-    contradicts, most similar first; similarities near a threshold decided as the embedder's fp32
-    path would (embeddings/decisions.py)."""
+    contradicts, most similar first. `changes_store`: the relations (DUPLICATE, CONTRADICTION)
+    whose finding changes the store (the write skips the record or closes the look-alike): their
+    similarities near the threshold are decided as the embedder's fp32 path would; the others are
+    a report, decided on the store's own vectors (embeddings/decisions.py)."""
     found: list[list[LookAlike]] = [[] for _ in records]
-    floor = min(
-        t - decision_band(embedder, t) for t in (settings.duplicate_threshold, settings.contradiction_threshold)
-    )
+    thresholds = {DUPLICATE: settings.duplicate_threshold, CONTRADICTION: settings.contradiction_threshold}
+    floor = min(t - decision_band(embedder, t, changes_store=k in changes_store) for k, t in thresholds.items())
     by_namespace: dict[str, list[int]] = {}
     for i, record in enumerate(records):
         by_namespace.setdefault(record.namespace, []).append(i)
@@ -87,12 +92,18 @@ def look_alikes(
                         asked.append(
                             (i, memory_id, similarity, content, *relation(records[i].content, content, settings))
                         )
-    for threshold in sorted({a[5] for a in asked}):
-        mine = [a for a in asked if a[5] == threshold]
+    for kind in (DUPLICATE, CONTRADICTION):
+        mine = [a for a in asked if a[4] == kind]
+        if not mine:
+            continue
         reached, decided = decide(
-            embedder, [a[2] for a in mine], threshold, lambda k, mine=mine: (records[mine[k][0]].content, mine[k][3])
+            embedder,
+            [a[2] for a in mine],
+            thresholds[kind],
+            lambda k, mine=mine: (records[mine[k][0]].content, mine[k][3]),
+            changes_store=kind in changes_store,
         )
-        for (i, memory_id, _, content, kind, _), ok, similarity in zip(
+        for (i, memory_id, _, content, _, _), ok, similarity in zip(
             mine, reached.tolist(), decided.tolist(), strict=True
         ):
             if ok:
