@@ -8,8 +8,8 @@ The session: spawn -> initialize, `stats` (the store opens), one `remember` (the
 `regions`, then 5 s idle. After each step the server's VmRSS and VmHWM (its peak so far) are
 read from /proc. Each server runs the session twice per round: on a fresh store with an empty
 model cache (its first start ever: the ONNX graph is built), then on a fresh store whose model
-cache holds the graph. Servers: this checkout on its default path (fp32) and with
-SPATIAL_MEMORY_EMBEDDING_PRECISION=int8-row, and `--before` when given; the order alternates by round.
+cache holds the graph. Servers: this checkout on its default path (int8-row) and with
+SPATIAL_MEMORY_EMBEDDING_PRECISION=fp32, and `--before` when given; the order alternates by round.
 Results: benchmarks/results/footprint.json.
 """
 
@@ -71,8 +71,8 @@ async def session(argv: list[str], env: dict[str, str], cwd: Path) -> dict[str, 
 async def compare(rounds: int, before: Path | None) -> dict[str, Any]:
     root = Path(tempfile.mkdtemp(prefix="sm-footprint-"))
     servers: list[tuple[str, Path | None, dict[str, str]]] = [
-        ("fp32 (default)", None, {}),
-        ("int8-row", None, {"SPATIAL_MEMORY_EMBEDDING_PRECISION": "int8-row"}),
+        ("int8-row (default)", None, {}),
+        ("fp32", None, {"SPATIAL_MEMORY_EMBEDDING_PRECISION": "fp32"}),
     ]
     if before is not None:
         servers.insert(0, ("before", before, {}))

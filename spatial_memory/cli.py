@@ -141,7 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
         "reembed",
         help="write every vector of a store again on another path of the bundled model (--precision)",
         description="Re-embed a local store with the bundled model on another arithmetic path (the store records "
-        "which path wrote its vectors): the one a new store gets (fp32) unless --precision names another. "
+        "which path wrote its vectors): the one a new store gets (int8-row) unless --precision names another. "
         "All or nothing: the work is done on a copy beside the store, swapped in when complete; a run that stops "
         "leaves the old store as it was. Stop the servers using the store first. Progress goes to stderr. "
         "Exit status: 0 done (or nothing to do), 2 no store or it cannot be re-embedded.",

@@ -57,11 +57,12 @@ class Settings(BaseSettings):
     )
     embedding_precision: Literal["auto", "fp32", "int8-row", "int8"] = Field(
         default="auto",
-        description="The bundled model's arithmetic: fp32 (sentence-transformers' vectors), int8-row (integer "
-        "layers scaled per token, so a text's vector never depends on its batch; a similarity near a threshold is "
-        "decided again on fp32 vectors, so its near-copy decisions are fp32's) or int8 (scaled per model call: a "
-        "text's vector shifts slightly with its batch; for stores it wrote). auto = the one the store's vectors "
-        "were written with, fp32 for a new store; a store never mixes paths (`spatial-memory reembed` moves one).",
+        description="The bundled model's arithmetic: int8-row (integer layers scaled per token, so a text's vector "
+        "never depends on its batch; a similarity near a threshold that changes the store is decided again on fp32 "
+        "vectors, so its near-copy decisions are fp32's), fp32 (sentence-transformers' vectors) or int8 (scaled per "
+        "model call: a text's vector shifts slightly with its batch; for stores it wrote). auto = the one the "
+        "store's vectors were written with, int8-row for a new store; a store never mixes paths (`spatial-memory "
+        "reembed` moves one).",
     )
     embedding_batch_size: int = Field(
         default=32,

@@ -36,15 +36,15 @@ async def _remember_all(settings: Settings, embedder) -> dict:
         return data(await client.call_tool("stats", {}))
 
 
-async def test_a_new_store_records_the_fp32_path_and_opted_in_stores_keep_theirs(tmp_path, bundled_models):
+async def test_a_new_store_records_the_int8_row_path_and_other_stores_keep_theirs(tmp_path, bundled_models):
     new_settings = Settings(path=tmp_path / "new", preload=False)
     stats = await _remember_all(new_settings, _router(bundled_models))
-    assert stats["embedding_model"] == FP32 and stats["total_memories"] == len(TEXTS)
-    written = {"fp32": new_settings}
-    for path in ("int8-row", "int8"):
+    assert stats["embedding_model"] == INT8_ROW and stats["total_memories"] == len(TEXTS)
+    written = {"int8-row": new_settings}
+    for path in ("fp32", "int8"):
         written[path] = Settings(path=tmp_path / path, preload=False)
         assert (await _remember_all(written[path], _router(bundled_models, path)))["embedding_model"] == (
-            INT8_ROW if path == "int8-row" else INT8
+            FP32 if path == "fp32" else INT8
         )
 
     # A server on auto follows each store, whichever path it embedded with before.

@@ -147,16 +147,22 @@ SKILL = {
 @pytest.mark.anyio
 @pytest.mark.parametrize("band", [0.0, 3.0])
 async def test_every_write_decides_near_its_threshold_through_the_routine(tmp_path, band):
-    """With a band every pair is decided again (here: found identical) where the decision changes
-    the store; a read or a report is decided on the store's own vectors (here: all unrelated)."""
+    """With a band every pair is decided again (here: found identical) where the decision is a
+    near-copy's or changes the store; a read or a report is decided on the store's own vectors
+    (here: all unrelated)."""
     embedder = _SaysAllAlike(band)
     alike = band > 0
     async with Client(create_server(Settings(path=tmp_path / "store", preload=False), embedder=embedder)) as client:
         first = data(await client.call_tool("remember", {"content": UNRELATED[0], "namespace": "a"}))
-        # remember's look-alikes (0.9 / 0.75): a report with on_duplicate=store ...
+        # remember's near-duplicates (0.9): a near-copy decision, reported or acted on ...
         second = data(await client.call_tool("remember", {"content": UNRELATED[1], "namespace": "a"}))
-        assert not second.get("similar_existing"), second
-        assert embedder.asked == 0
+        assert [s["relation"] for s in second.get("similar_existing", [])] == (["duplicate"] if alike else [])
+        # ... its contradictions (0.75, the numbers differ): a report with on_duplicate=store
+        asked = embedder.asked
+        data(await client.call_tool("remember", {"content": "Deploys take 5 minutes.", "namespace": "n"}))
+        report = data(await client.call_tool("remember", {"content": "The backup keeps 9 copies.", "namespace": "n"}))
+        assert not report.get("similar_existing"), report
+        assert embedder.asked == asked
         # extract's near-copies (0.9)
         extracted = data(await client.call_tool("extract", {"text": "We decided to use PostgreSQL.", "namespace": "a"}))
         assert any(e.get("duplicate_of") for e in extracted["extractions"]) == alike, extracted
@@ -180,7 +186,7 @@ async def test_every_write_decides_near_its_threshold_through_the_routine(tmp_pa
         distilled = data(await client.call_tool("consolidate", {"namespace": "d", "strategy": "distill"}))
         assert (distilled["groups_found"] > 0) == alike, distilled
         data(await client.call_tool("remember", {"content": "Rain fell on the harbour.", "namespace": "s"}))
-        # remember's look-alikes as writes: skip (duplicates), supersede (every look-alike)
+        # remember's look-alikes as writes: skip (duplicates), supersede (every look-alike: here a contradiction)
         skipped = data(
             await client.call_tool(
                 "remember", {"content": "The kettle whistles.", "namespace": "s", "on_duplicate": "skip"}
@@ -189,7 +195,7 @@ async def test_every_write_decides_near_its_threshold_through_the_routine(tmp_pa
         assert skipped["stored"] is not alike, skipped
         closing = data(
             await client.call_tool(
-                "remember", {"content": "Owls hunt at dusk.", "namespace": "s", "on_duplicate": "supersede"}
+                "remember", {"content": "Owls hunt at dusk.", "namespace": "n", "on_duplicate": "supersede"}
             )
         )
         assert bool(closing.get("superseded")) == alike, closing

@@ -14,11 +14,13 @@ the band; within `near` of the threshold no measured pair shifted by more than b
 every measured shift is below `near`. The int8 path (batch-dependent) has no band: its cosines
 move with their batch, no bound is claimed for it.
 
-Only a decision that changes the store is decided again (`changes_store`, the default): which
-near-copies extract and import leave out, what consolidate merges and distill learns, what remember
-skips or closes (on_duplicate=skip / supersede). A read or a report - recall's ranking, how_to's
-floor, discover_connections, corpus_bridges, remember's similar_existing - is decided on the
-store's own vectors, as recall ranks on them: fp32 is then loaded only for writes near a threshold.
+Decided again (`redecide`, the default): a decision that changes the store - which near-copies
+extract and import leave out, what consolidate merges and distill learns, what remember skips or
+closes (on_duplicate=skip / supersede) - and remember's near-duplicate finding, a near-copy
+decision even when only reported. A read or another report - recall's ranking, how_to's floor,
+discover_connections, corpus_bridges, remember's contradictions with on_duplicate=store - is
+decided on the store's own vectors, as recall ranks on them: fp32 loads only for those few
+similarities near a near-copy or write threshold.
 """
 
 from __future__ import annotations
@@ -62,10 +64,10 @@ class Redecides(Protocol):
     def decision_note(self) -> str: ...
 
 
-def decision_band(embedder: object, threshold: float, *, changes_store: bool = True) -> float:
+def decision_band(embedder: object, threshold: float, *, redecide: bool = True) -> float:
     """How far from the threshold a similarity may be and still be decided again (0: never; never
-    for a decision that does not change the store)."""
-    return embedder.decision_band(threshold) if changes_store and isinstance(embedder, Redecides) else 0.0
+    when not `redecide`)."""
+    return embedder.decision_band(threshold) if redecide and isinstance(embedder, Redecides) else 0.0
 
 
 def decide(
@@ -74,13 +76,13 @@ def decide(
     threshold: float,
     texts: Callable[[int], tuple[str, str]],
     *,
-    changes_store: bool = True,
+    redecide: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(whether each similarity reaches the threshold, the similarities as decided: fp32's for
-    those within the embedder's band of it when the decision changes the store). `texts(i)` names
+    those within the embedder's band of it, if `redecide`). `texts(i)` names
     the two texts of similarity i, asked only for those within the band."""
     sims = np.asarray(similarities, dtype=np.float64).reshape(-1).copy()
-    band = decision_band(embedder, threshold, changes_store=changes_store)
+    band = decision_band(embedder, threshold, redecide=redecide)
     close = np.flatnonzero(np.abs(sims - threshold) < band) if band > 0 else np.zeros(0, np.int64)
     if close.size and isinstance(embedder, Redecides):
         pairs = [texts(int(i)) for i in close]
@@ -97,10 +99,10 @@ def at_least(
     threshold: float,
     texts: Callable[[int], tuple[str, str]],
     *,
-    changes_store: bool = True,
+    redecide: bool = True,
 ) -> np.ndarray:
     """Whether each similarity reaches the threshold (`decide`'s first half)."""
-    return decide(embedder, similarities, threshold, texts, changes_store=changes_store)[0]
+    return decide(embedder, similarities, threshold, texts, redecide=redecide)[0]
 
 
 def among(

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..config import BUNDLED_MODEL
 from ..errors import ConfigurationError, EmbeddingError
+from ..runtime.heap import trim
 from .decisions import band_at, load_shifts
 from .onnx_encoder import OnnxSentenceEncoder, bundled_model_dir
 
@@ -184,8 +185,6 @@ class EmbeddingRouter:
         self._release_timer.start()
 
     def _release_reference(self) -> None:
-        from ..runtime.heap import trim
-
         with self._reference_lock:
             if self._reference is None:
                 return

@@ -142,7 +142,7 @@ class ConnectionService(Service):
             similarity,
             min_similarity,
             lambda k: (reference.content, records[k].content),
-            changes_store=False,
+            redecide=False,
         )
         found: list[Connection] = []
         for record, sim, ok in zip(records, similarity.tolist(), related_enough.tolist(), strict=True):
@@ -203,10 +203,10 @@ class ConnectionService(Service):
                 sims,
                 float(min_similarity),
                 lambda k: (contents.get(id_of[int(rows[k])], ""), contents.get(id_of[int(cols[k])], "")),
-                changes_store=False,
+                redecide=False,
             )
 
-        band = decision_band(self._resources.embedder, float(min_similarity), changes_store=False)
+        band = decision_band(self._resources.embedder, float(min_similarity), redecide=False)
         pairs, total = _bridges(vectors, groups, float(min_similarity), int(max_bridges), band, reaches)
         records = {r.id: r for r in store.get_many(list({ids[i] for p in pairs for i in p[1:]}))}
         bridges = []

@@ -37,10 +37,11 @@ if TYPE_CHECKING:  # named in annotations only
     from ..storage.protocol import Store
 
 ON_DUPLICATE = ("store", "skip", "supersede")
-# The look-alikes whose finding changes the store, per on_duplicate: skip leaves out a record with
-# a duplicate, supersede closes every look-alike; store only reports them.
-_CHANGES_STORE: dict[str, frozenset[str]] = {
-    "store": frozenset(),
+# The look-alikes decided as the fp32 path would (embeddings/decisions.py), per on_duplicate: a
+# near-duplicate always (a near-copy decision, reported or acted on); a contradiction when it
+# changes the store (supersede closes every look-alike), else it is a report on the store's vectors.
+_DECIDED_AS_FP32: dict[str, frozenset[str]] = {
+    "store": frozenset({DUPLICATE}),
     "skip": frozenset({DUPLICATE}),
     "supersede": frozenset({DUPLICATE, CONTRADICTION}),
 }
@@ -190,7 +191,8 @@ class MemoryService(Service):
         look-alike are closed, each linked to the record that replaces it."""
         store = self._resources.store()
         with store.exclusive():
-            alike = look_alikes(store, records, self._settings, self._resources.embedder, _CHANGES_STORE[on_duplicate])
+            embedder = self._resources.embedder
+            alike = look_alikes(store, records, self._settings, embedder, _DECIDED_AS_FP32[on_duplicate])
             copies = {} if allow_duplicate else _exact_copies(records, alike)
             skipped = [
                 i

@@ -271,7 +271,7 @@ class ProcedureService(Service):
             [h.similarity for h in hits],
             MIN_SIMILARITY,
             lambda k: (task, hits[k].record.content),
-            changes_store=False,
+            redecide=False,
         )
         found: list[Scored] = []
         for hit in (h for h, ok in zip(hits, about.tolist(), strict=True) if ok):

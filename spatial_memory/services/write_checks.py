@@ -68,16 +68,15 @@ def look_alikes(
     records: Sequence[MemoryRecord],
     settings: Settings,
     embedder: object,
-    changes_store: Collection[str] = (),
+    as_fp32: Collection[str] = (DUPLICATE, CONTRADICTION),
 ) -> list[list[LookAlike]]:
     """For each record (with its vector), the stored memories of its namespace it duplicates or
-    contradicts, most similar first. `changes_store`: the relations (DUPLICATE, CONTRADICTION)
-    whose finding changes the store (the write skips the record or closes the look-alike): their
-    similarities near the threshold are decided as the embedder's fp32 path would; the others are
-    a report, decided on the store's own vectors (embeddings/decisions.py)."""
+    contradicts, most similar first. `as_fp32`: the relations (DUPLICATE, CONTRADICTION) whose
+    similarities near their threshold are decided as the embedder's fp32 path would; the others
+    are a report, decided on the store's own vectors (embeddings/decisions.py)."""
     found: list[list[LookAlike]] = [[] for _ in records]
     thresholds = {DUPLICATE: settings.duplicate_threshold, CONTRADICTION: settings.contradiction_threshold}
-    floor = min(t - decision_band(embedder, t, changes_store=k in changes_store) for k, t in thresholds.items())
+    floor = min(t - decision_band(embedder, t, redecide=k in as_fp32) for k, t in thresholds.items())
     by_namespace: dict[str, list[int]] = {}
     for i, record in enumerate(records):
         by_namespace.setdefault(record.namespace, []).append(i)
@@ -101,7 +100,7 @@ def look_alikes(
             [a[2] for a in mine],
             thresholds[kind],
             lambda k, mine=mine: (records[mine[k][0]].content, mine[k][3]),
-            changes_store=kind in changes_store,
+            redecide=kind in as_fp32,
         )
         for (i, memory_id, _, content, _, _), ok, similarity in zip(
             mine, reached.tolist(), decided.tolist(), strict=True
