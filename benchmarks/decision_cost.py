@@ -65,7 +65,7 @@ async def main_async(rounds: int) -> dict[str, Any]:
     root = Path(tempfile.mkdtemp(prefix="sm-decisions-"))
     models = root / "models"
     makers = {
-        "int8-row (served: near a threshold on fp32)": lambda: EmbeddingRouter(precision="int8-row", cache_dir=models),
+        "int8-row (default, as served)": lambda: EmbeddingRouter(precision="int8-row", cache_dir=models),
         "int8-row, no band": lambda: NoBand(precision="int8-row", cache_dir=models),
         "fp32": lambda: EmbeddingRouter(precision="fp32", cache_dir=models),
     }

@@ -47,8 +47,9 @@ def _shared_models(root: Path) -> Path:
     models = root / "cold-first" / "models"
     if not models.exists():
         from spatial_memory.embeddings.onnx_encoder import OnnxSentenceEncoder, bundled_model_dir
+        from spatial_memory.embeddings.router import NEW_STORE_PATH
 
-        for precision in ("fp32", "int8"):  # a new store's path, and the one of stores written before it
+        for precision in (NEW_STORE_PATH, "fp32"):  # a new store's path; fp32: stores written before it, decisions
             OnnxSentenceEncoder(bundled_model_dir(), models, precision=precision).encode(["builds the graph"])
     return models
 
@@ -240,6 +241,7 @@ async def ann_recall(client, store: Path, questions: list[str], samples: int = 5
     import numpy as np
 
     from spatial_memory.embeddings.onnx_encoder import OnnxSentenceEncoder, bundled_model_dir
+    from spatial_memory.embeddings.router import NEW_STORE_PATH
     from spatial_memory.storage.table.connection import connect as _connect
 
     table = _connect(store / "lancedb", 64 << 20).open_table("memories")
@@ -262,7 +264,8 @@ async def ann_recall(client, store: Path, questions: list[str], samples: int = 5
     for row in rng.choice(len(ids), samples, replace=False):
         got = await call(client, "nearby", {"memory_id": ids[row], "limit": 10})
         near.append(len({m["id"] for m in got["neighbors"]} & exact(vectors[row], skip=ids[row])) / 10)
-    encoder = OnnxSentenceEncoder(bundled_model_dir(), store / "models")  # the server built it there
+    # The server built it there, on the store's path (synthetic stores: the new-store path).
+    encoder = OnnxSentenceEncoder(bundled_model_dir(), store / "models", precision=NEW_STORE_PATH)
     far, far_ns = [], []
     for question, query in zip(questions[:samples], encoder.encode(questions[:samples])):
         args = {"query": question, "limit": 10, "hybrid_alpha": 1.0}
