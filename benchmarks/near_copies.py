@@ -13,6 +13,9 @@ near-misses (another number, tool or person, a negation, the same topic said oth
 - through a spawned server on that path: each pair in its own namespace by `remember_batch`,
   `consolidate` (dry run, default threshold), then `extract` of the second text (default
   threshold): whether a group is found, whether the text is deduplicated; compared with fp32's.
+  And remember's report (on_duplicate=store) of the second text after the first, in a namespace
+  of their own: near-duplicate (decided as fp32 would), likely contradiction (a report on the
+  path's own cosines), or neither.
 
 Results: benchmarks/results/near_copies.json.
 """
@@ -61,8 +64,9 @@ def vector_decisions(paths: tuple[str, ...], models: Path) -> tuple[list[dict[st
     return rows, cosines
 
 
-async def through_server(path: str, root: Path, notes: dict[str, str]) -> list[tuple[bool, int]]:
-    """Per pair: consolidate found a group, and extract's deduplicated count."""
+async def through_server(path: str, root: Path, notes: dict[str, str]) -> list[tuple[bool, int, str]]:
+    """Per pair: consolidate found a group, extract's deduplicated count, and what remember (the
+    default on_duplicate=store) reports the first text as to the second: duplicate, contradiction or ""."""
     store = root / f"store-{path}"
     store.mkdir(parents=True)
     argv, env = ours_command(store, root / "user-cache")
@@ -76,7 +80,10 @@ async def through_server(path: str, root: Path, notes: dict[str, str]) -> list[t
         for i, (_a, b, _kind) in enumerate(corpus):
             merged = await call(client, "consolidate", {"namespace": f"pair-{i}", "dry_run": True})
             extracted = await call(client, "extract", {"text": b, "namespace": f"pair-{i}"})
-            out.append((merged["groups_found"] > 0, extracted["deduplicated_count"]))
+            await call(client, "remember", {"content": _a, "namespace": f"remember-{i}"})
+            told = await call(client, "remember", {"content": b, "namespace": f"remember-{i}"})
+            relation = next((s["relation"] for s in told.get("similar_existing", [])), "")
+            out.append((merged["groups_found"] > 0, extracted["deduplicated_count"], relation))
         health = await call(client, "health", {"verbose": True})
         notes[path] = next(c["message"] for c in health["checks"] if c["name"] == "model")
     return out
@@ -94,22 +101,29 @@ async def main_async(paths: tuple[str, ...]) -> dict[str, Any]:
         flips = [
             {"pair": i, "kind": corpus[i][2], "fp32": served["fp32"][i], path: served[path][i]}
             for i in range(len(corpus))
-            if served["fp32"][i] != served[path][i]
+            if served["fp32"][i][:2] != served[path][i][:2]
         ]
+        told = {
+            kind: sum((served["fp32"][i][2] == kind) != (served[path][i][2] == kind) for i in range(len(corpus)))
+            for kind in ("duplicate", "contradiction")
+        }
         server_rows.append(
             {
                 "path": path,
                 "pairs": len(corpus),
-                "consolidate groups (fp32 / path)": f"{sum(g for g, _ in served['fp32'])} / "
-                f"{sum(g for g, _ in served[path])}",
-                "extract deduplicated (fp32 / path)": f"{sum(d for _, d in served['fp32'])} / "
-                f"{sum(d for _, d in served[path])}",
+                "consolidate groups (fp32 / path)": f"{sum(g for g, _, _ in served['fp32'])} / "
+                f"{sum(g for g, _, _ in served[path])}",
+                "extract deduplicated (fp32 / path)": f"{sum(d for _, d, _ in served['fp32'])} / "
+                f"{sum(d for _, d, _ in served[path])}",
                 "pairs decided differently": len(flips),
+                "remember's reports told differently (duplicate / contradiction)": (
+                    f"{told['duplicate']} / {told['contradiction']}"
+                ),
                 "which": "; ".join(f"{f['pair']} {f['kind']}" for f in flips) or "none",
                 "the model's health": notes[path],
             }
         )
-    print_table("consolidate and extract through each path's server, default thresholds", server_rows)
+    print_table("consolidate, extract and remember through each path's server, default thresholds", server_rows)
     kinds = sorted({k for _, _, k in corpus})
     ranges = [
         {

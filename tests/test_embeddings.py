@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -237,6 +239,8 @@ def _echo_encoder(batch_size: int):
     encoder._batch_size = batch_size
     encoder._session = _RowEchoSession()
     encoder.dimension = 3
+    encoder._pool = None
+    encoder._calls_lock = threading.Lock()
     return encoder
 
 

@@ -21,7 +21,10 @@ import logging
 import os
 import re
 import shutil
+import threading
 import time
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -180,6 +183,10 @@ def physical_cores() -> int:
 # before (4 texts of 256 tokens, where 8 took twice the memory for no speed).
 DEFAULT_BATCH_ROWS = 32
 BATCH_TOKENS = 1024
+# Model calls in flight at once when a text list spans several batches. onnxruntime runs calls on
+# one session concurrently; a call's small matrices leave its thread pool idle between kernels,
+# and a second call fills those gaps (docs/BENCHMARKS.md, issue 45). A single query stays one call.
+CALLS_IN_FLIGHT = 2
 
 
 class OnnxSentenceEncoder:
@@ -229,6 +236,8 @@ class OnnxSentenceEncoder:
         self._tokenizer.no_padding()  # tokenizer.json pads to 128; encode() pads each batch itself
         self._batch_size = batch_size
         self.dimension = int(self._session.get_outputs()[0].shape[1])
+        self._pool: ThreadPoolExecutor | None = None
+        self._calls_lock = threading.Lock()
 
     def encode(self, texts: list[str]) -> np.ndarray:
         if not texts:
@@ -240,16 +249,36 @@ class OnnxSentenceEncoder:
         lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
         order = np.argsort(lengths, kind="stable")
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
-        done = 0
-        for idx in token_budget_batches(lengths[order], self._batch_size, BATCH_TOKENS):
-            check_cancelled()  # a client that went away stops paying for its batch
-            idx = order[idx]
+
+        def run(idx: np.ndarray) -> int:
             ids, mask = padded_batch([encodings[i].ids for i in idx], int(lengths[idx[-1]]))
             out[idx] = self._session.run(["pooled"], {"input_ids": ids, "attention_mask": mask})[0]
-            done += len(idx)
-            report_progress(done, len(texts), "embedding", source="embedding")
+            return len(idx)
+
+        batches = [order[b] for b in token_budget_batches(lengths[order], self._batch_size, BATCH_TOKENS)]
+        if len(batches) == 1:
+            run(batches[0])
+        else:
+            # Cancellation and progress belong to the request's context: checked and reported here.
+            done, flying = 0, deque[Future[int]]()
+            for idx in batches:
+                check_cancelled()  # a client that went away stops paying for its batch
+                flying.append(self._calls().submit(run, idx))
+                if len(flying) == CALLS_IN_FLIGHT:
+                    done += flying.popleft().result()
+                    report_progress(done, len(texts), "embedding", source="embedding")
+            while flying:
+                done += flying.popleft().result()
+                report_progress(done, len(texts), "embedding", source="embedding")
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.maximum(norms, 1e-12)
+
+    def _calls(self) -> ThreadPoolExecutor:
+        """The threads that make the model calls of a multi-batch encode, started at first use."""
+        with self._calls_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(CALLS_IN_FLIGHT, thread_name_prefix="spatial-memory-embedding")
+            return self._pool
 
 
 def token_budget_batches(sorted_lengths: np.ndarray, max_rows: int, max_tokens: int) -> list[slice]:
