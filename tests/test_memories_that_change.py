@@ -199,6 +199,13 @@ async def test_near_duplicates_and_contradictions_are_flagged_on_write(mc):
         ],
     )
     assert batch["count"] == 2 and any(s["index"] == 0 for s in batch["similar_existing"])
+    # A batch names each item's closest look-alike only; remember names every one (up to five).
+    item = "The API rate limit is 100 requests per minute."
+    alone = await call(mc, "remember", content=item, allow_duplicate=True)
+    assert len(alone["similar_existing"]) >= 2
+    batch = await call(mc, "remember_batch", memories=[{"content": item}], allow_duplicate=True)
+    (closest,) = batch["similar_existing"]
+    assert closest["index"] == 0 and closest["similarity"] == max(s["similarity"] for s in alone["similar_existing"])
     replaced = await call(
         mc, "remember", content="The API rate limit is 500 requests per minute.", on_duplicate="supersede"
     )

@@ -176,7 +176,10 @@ class MemoryService(Service):
         return RememberBatchResult(
             ids=[r.id for r in written.stored],
             count=len(written.stored),
-            similar_existing=[_similar(a, index=i) for i, found in enumerate(written.alike) for a in found],
+            # An item's closest look-alike only (remember lists up to LOOK_ALIKES): a batch of notes
+            # alike each other would otherwise return several per item, for the model to read and
+            # every client to validate.
+            similar_existing=[_similar(found[0], index=i) for i, found in enumerate(written.alike) if found],
             skipped=written.skipped,
             superseded=written.closed,
         )

@@ -91,8 +91,8 @@ async def remember_batch(
     on_duplicate: OnDuplicate = "store",
     allow_duplicate: bool = False,
 ) -> Annotated[CallToolResult, RememberBatchResult]:
-    """Store memories (items: remember's fields) all or nothing; similar_existing per item; exact copies
-    skipped unless allow_duplicate."""
+    """Store memories (items: remember's fields) all or nothing; similar_existing: each item's closest
+    look-alike; exact copies skipped unless allow_duplicate."""
     items = [m.new_memory() for m in memories]
     origin = provenance(ctx, "remember_batch")
     return await call(

@@ -226,7 +226,9 @@ class RememberResult(BaseModel):
 class RememberBatchResult(BaseModel):
     ids: list[str] = Field(description="The stored memories' ids, in item order (skipped items left out).")
     count: int
-    similar_existing: list[SimilarMemory] = Field(default_factory=list)
+    similar_existing: list[SimilarMemory] = Field(
+        default_factory=list, description="Each item's closest stored look-alike, if any (index: the item)."
+    )
     skipped: list[int] = Field(
         default_factory=list,
         description="Items not stored: exact copies (see similar_existing) or, with on_duplicate=skip, duplicates.",
