@@ -302,3 +302,44 @@ def test_rows_rewritten_in_bulk_are_read_at_their_looked_up_addresses(tmp_path, 
     assert [(g.id, g.content, g.access_count) for g in got] == [
         (r.id, r.content, 1 + (i + 5) % 3) for i, r in enumerate(wanted)
     ]
+
+
+def lance_keywords(path: Path, text: str, limit: int, namespace: str | None) -> list[tuple[str, float]]:
+    """LanceDB's own full-text search over the store at `path`, opened afresh."""
+    from lancedb.query import MatchQuery
+
+    table = lancedb.connect(str(path)).open_table(TABLE_NAME)
+    q = table.search(MatchQuery(text, "content"), query_type="fts").select(["id"])
+    if namespace is not None:
+        q = q.where(build_filter(namespace=namespace).sql, prefilter=True)
+    found = q.limit(limit).to_arrow()
+    return list(zip(found.column("id").to_pylist(), found.column("_score").to_pylist()))
+
+
+def test_keyword_hits_by_row_address_are_lancedbs(tmp_path):
+    """Keyword hits come back from LanceDB as row addresses the copy maps to its rows: the same
+    memories and scores as LanceDB's own search, for rows loaded with the copy, rows this process
+    wrote since (known by id only) and rows rewritten since (addresses moved), with deleted ones
+    left out."""
+    rng = np.random.default_rng(11)
+    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"]
+    store = MemoryStore(tmp_path / "db", "m", DIM)
+
+    def text(i: int) -> str:
+        return " ".join(words[(i * k) % len(words)] for k in (1, 3, 7)) + f" item{i} " + "kilo " * (i % 4)
+
+    loaded = [record(rng, namespace=f"ns{i % 2}", content=text(i)) for i in range(60)]
+    store.add(loaded)
+    store.compact()  # the full-text index
+    store.search(record(rng).vector, 3)  # loads the copy
+    store.add([record(rng, namespace="ns1", content=text(i)) for i in range(60, 75)])
+    store.record_access({r.id: 1 for r in loaded[:20]})  # rewrites their rows
+    store.delete_ids([loaded[25].id])
+    assert store.exact.snapshot() is not None
+    for query in ("alpha kilo", "bravo golf item3", "juliet echo", "kilo"):
+        for namespace in (None, "ns1"):
+            flt = build_filter(namespace=namespace) if namespace else None
+            found, scores = store.fts_candidates(query, 100, flt)  # every match: no ties cut at the limit
+            expected = dict(lance_keywords(tmp_path / "db", query, 100, namespace))
+            assert dict(zip(found.ids, scores)) == pytest.approx(expected)
+            assert loaded[25].id not in found.ids and scores == sorted(scores, reverse=True)

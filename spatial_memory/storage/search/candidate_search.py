@@ -19,7 +19,7 @@ from ..table.reads import Reads
 from ..table.schema import SUMMARY_COLUMNS, rows_to_records, vectors_of
 from ..table.table import MemoryTable
 from .candidates import RANKING_COLUMNS, Candidates
-from .exact_index import Snapshot
+from .exact_index import UNKNOWN, Snapshot
 from .exact_search import ExactSearch
 from .fulltext import FullTextSearch
 from .indexing import VectorIndexState
@@ -82,15 +82,14 @@ class CandidateSearch:
 
     def keyword(self, text: str, limit: int, flt: Filter | None) -> tuple[Candidates, list[float]]:
         """The best keyword matches and their BM25 scores, best first (as FullTextSearch.search)."""
-        # ids only from LanceDB when the copy will answer for the rows (checked again after the search)
-        if self._exact.index.has_copy() and not self._indexed.ready():
-            hits = self._fulltext.ids(text, limit, flt)
+        # Only row addresses and scores from LanceDB when the copy will answer for the rows.
+        snap = self._exact.snapshot(load=False) if not self._indexed.ready() else None
+        if snap is not None:
+            hits = self._fulltext.addresses(text, limit, flt)
             if hits is None:
                 return Candidates.empty(self._dim), []
-            snap = self._exact.snapshot(load=False)
-            if snap is not None:
-                # a row deleted since the search is left out
-                kept = [(snap.positions[i], score) for i, score in hits if i in snap.positions]
+            kept = self._rows_of(snap, hits)
+            if kept is not None:
                 columns = self._candidate_rows(snap, [row for row, _ in kept])
                 if columns is not None:
                     return columns, [score for _, score in kept]
@@ -98,6 +97,31 @@ class CandidateSearch:
         if table is None:
             return Candidates.empty(self._dim), []
         return _of_table(table), [float(s) for s in table.column("_score").to_pylist()]
+
+    def _rows_of(self, snap: Snapshot, hits: list[tuple[int, float]]) -> list[tuple[int, float]] | None:
+        """(row of the copy, score) of keyword hits given by row address, in order; a memory deleted
+        since is left out. Addresses the copy does not know (rows written or rewritten since its
+        load) are read as ids, and those rows found by id, as every hit was before; None when that
+        read fails (then LanceDB answers)."""
+        rows = self._exact.index.rows_at(snap, np.fromiter((a for a, _ in hits), dtype=np.int64, count=len(hits)))
+        unknown = [int(address) for (address, _), row in zip(hits, rows.tolist(), strict=True) if row == UNKNOWN]
+        by_address: dict[int, int] = {}
+        if unknown:
+            try:
+                found = take_in_order(self._table.handle, unknown, ["id", ROW_ID])
+            except Exception:  # noqa: BLE001 - a row gone meanwhile: LanceDB answers the whole search
+                log.debug("reading keyword hits by row address failed", exc_info=True)
+                return None
+            for memory_id, address in zip(found.column("id").to_pylist(), found.column(ROW_ID).to_pylist()):
+                row = snap.positions.get(memory_id)
+                if row is not None:
+                    by_address[address] = row
+        kept = []
+        for (address, score), row in zip(hits, rows.tolist(), strict=True):
+            row = by_address.get(address) if row == UNKNOWN else row
+            if row is not None:
+                kept.append((row, score))
+        return kept
 
     def neighbours(self, windows: Sequence[tuple[str, int, int]], flt: Filter | None) -> Candidates:
         """Memories whose session and sequence lie in one of the windows (as Reads.neighbours)."""

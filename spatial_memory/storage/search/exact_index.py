@@ -97,6 +97,9 @@ class ExactIndex:
         self._session_codes: dict[str, int] = {}
         self._records: dict[str, MemoryRecord] = {}
         self._one_blas_thread = OneBlasThread()
+        # The copy's known addresses sorted, and their rows, for the snapshot's addresses array
+        # they were built from (`rows_at`): built once per change of the addresses.
+        self._by_address: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     # ---- reading -------------------------------------------------------------------------
 
@@ -291,6 +294,24 @@ class ExactIndex:
         up after each write took the upkeep thread's time beside the next batch's embedding."""
         rows = np.flatnonzero(snap.alive & (snap.addresses == UNKNOWN) & ~snap.current_summary)
         return [snap.ids[i] for i in rows]
+
+    def rows_at(self, snap: Snapshot, addresses: np.ndarray) -> np.ndarray:
+        """The copy's live row at each of these row addresses (read at the copy's version), UNKNOWN
+        where the copy does not know the address (a row written or rewritten since the load, until
+        upkeep looks it up) or its row is no longer live."""
+        cached = self._by_address
+        if cached is None or cached[0] is not snap.addresses:
+            rows = np.flatnonzero(snap.addresses != UNKNOWN)
+            order = np.argsort(snap.addresses[rows], kind="stable")
+            cached = self._by_address = (snap.addresses, snap.addresses[rows[order]], rows[order])
+        _, known, rows = cached
+        wanted = np.asarray(addresses, dtype=np.int64)
+        if known.size == 0:
+            return np.full(wanted.shape, UNKNOWN, dtype=np.int64)
+        at = np.minimum(np.searchsorted(known, wanted), known.size - 1)
+        found = rows[at]
+        hit = (known[at] == wanted) & snap.alive[found]
+        return np.where(hit, found, UNKNOWN)
 
     def resolve_addresses(self, version: int, found: dict[str, int]) -> None:
         """Record row addresses looked up at `version` (which must still be the copy's)."""

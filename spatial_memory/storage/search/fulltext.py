@@ -11,6 +11,7 @@ from ...errors import StorageError
 from ...records import MemoryRecord
 from ..filters import NO_MATCH, Filter
 from ..side_tables.access_counts import AccessCounts
+from ..table.connection import ROW_ID
 from ..table.reads import Reads, summary_columns
 from ..table.schema import rows_to_records
 from ..table.table import MemoryTable
@@ -123,10 +124,19 @@ class FullTextSearch:
 
     def ids(self, text: str, limit: int, flt: Filter | None = None) -> list[tuple[str, float]] | None:
         """(id, BM25 score) of the best keyword matches, best first; None when nothing can match."""
-        table = self.query(text, limit, flt, ["id"])
+        return self._column_hits(text, limit, flt, "id")
+
+    def addresses(self, text: str, limit: int, flt: Filter | None = None) -> list[tuple[int, float]] | None:
+        """(row address, BM25 score) of the best keyword matches, best first; None when nothing can
+        match. No column of the rows is read: the exact copy knows most rows by address, and reading
+        the ids was over a third of an unfiltered search's time (docs/BENCHMARKS.md, 45)."""
+        return self._column_hits(text, limit, flt, ROW_ID)
+
+    def _column_hits(self, text: str, limit: int, flt: Filter | None, column: str) -> list[tuple[Any, float]] | None:
+        table = self.query(text, limit, flt, [column])
         if table is None:
             return None
-        return list(zip(table.column("id").to_pylist(), [float(s) for s in table.column("_score").to_pylist()]))
+        return list(zip(table.column(column).to_pylist(), [float(s) for s in table.column("_score").to_pylist()]))
 
     def query(self, text: str, limit: int, flt: Filter | None, columns: list[str]) -> Any:
         """The keyword search's Arrow table (the columns and _score), or None when nothing can match."""
