@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -180,9 +181,21 @@ def physical_cores() -> int:
 # before (4 texts of 256 tokens, where 8 took twice the memory for no speed).
 DEFAULT_BATCH_ROWS = 32
 BATCH_TOKENS = 1024
+# Model calls of one encode run side by side, one per intra-op thread: a call on a batch of short
+# texts keeps a second thread busy only part of the time (its many small operators each wait for
+# both), so two calls at once fill both cores. A batch is cut into about this many calls per
+# worker, so that a worker slowed by the shared host leaves the rest to the other, and each call
+# holds at least MIN_CONCURRENT_ROWS texts (smaller calls use the kernels less well).
+CALLS_PER_WORKER = 4
+MIN_CONCURRENT_ROWS = 8
 
 
 class OnnxSentenceEncoder:
+    # Model calls in flight at once, and the threads that make them (started at the first batch
+    # that has more than one call; a query's single call runs in its caller's thread).
+    _workers = 1
+    _pool: ThreadPoolExecutor | None = None
+
     def __init__(
         self,
         model_dir: Path,
@@ -202,7 +215,8 @@ class OnnxSentenceEncoder:
         # The cached graph is optimised already (graph_build.py): ALL adds only what depends on
         # this CPU, and nothing is folded or copied at load.
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.intra_op_num_threads = threads or physical_cores()
+        self._workers = threads or physical_cores()
+        options.intra_op_num_threads = self._workers
         options.inter_op_num_threads = 1
         # Spinning threads burn the shared cores between requests and hurt latency under load.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
@@ -240,16 +254,51 @@ class OnnxSentenceEncoder:
         lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
         order = np.argsort(lengths, kind="stable")
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
-        done = 0
-        for idx in token_budget_batches(lengths[order], self._batch_size, BATCH_TOKENS):
-            check_cancelled()  # a client that went away stops paying for its batch
-            idx = order[idx]
+        rows = self._batch_size
+        if self._workers > 1:
+            rows = min(rows, max(MIN_CONCURRENT_ROWS, -(-len(texts) // (CALLS_PER_WORKER * self._workers))))
+        batches = [order[b] for b in token_budget_batches(lengths[order], rows, BATCH_TOKENS)]
+
+        def run(idx: np.ndarray) -> None:
             ids, mask = padded_batch([encodings[i].ids for i in idx], int(lengths[idx[-1]]))
             out[idx] = self._session.run(["pooled"], {"input_ids": ids, "attention_mask": mask})[0]
-            done += len(idx)
-            report_progress(done, len(texts), "embedding", source="embedding")
+
+        if len(batches) == 1 or self._workers == 1:
+            done = 0
+            for idx in batches:
+                check_cancelled()  # a client that went away stops paying for its batch
+                run(idx)
+                done += len(idx)
+                report_progress(done, len(texts), "embedding", source="embedding")
+        else:
+            self._run_side_by_side(run, batches, len(texts))
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.maximum(norms, 1e-12)
+
+    def _run_side_by_side(self, run, batches: list[np.ndarray], total: int) -> None:
+        """`run` on every batch, up to `_workers` at once; cancellation is checked and progress
+        reported in the calling thread (the request's context lives there), between batches."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="embedding")
+        pending: list[tuple[np.ndarray, Future]] = []
+        done = 0
+        try:
+            for idx in batches:
+                if len(pending) == self._workers:
+                    first, future = pending.pop(0)
+                    future.result()
+                    done += len(first)
+                    report_progress(done, total, "embedding", source="embedding")
+                check_cancelled()  # a client that went away stops paying for the batches not started
+                pending.append((idx, self._pool.submit(run, idx)))
+            for idx, future in pending:
+                future.result()
+                done += len(idx)
+                report_progress(done, total, "embedding", source="embedding")
+        finally:
+            for _, future in pending:  # on cancellation or an error, the calls still running end first
+                if not future.cancel():
+                    future.exception()
 
 
 def token_budget_batches(sorted_lengths: np.ndarray, max_rows: int, max_tokens: int) -> list[slice]:
