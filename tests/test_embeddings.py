@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pytest
 
@@ -274,6 +276,7 @@ def test_batches_run_side_by_side_return_each_vector_at_its_texts_position():
     texts = [" ".join(f"w{j}" for j in range(i % 13 + 1)) + f" text {i}" for i in range(41)]
     encoder = _echo_encoder(batch_size=32)
     encoder._workers = 2  # 41 texts in calls of at most max(8, 41 / 8) rows, two at a time
+    encoder._pool = ThreadPoolExecutor(2)
     rows = encoder.encode(texts)
     assert len(encoder._session.widths) == 6
     for text, row in zip(texts, rows, strict=True):  # each row is its own text's: (id sum, token count)

@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -191,8 +192,8 @@ MIN_CONCURRENT_ROWS = 8
 
 
 class OnnxSentenceEncoder:
-    # Model calls in flight at once, and the threads that make them (started at the first batch
-    # that has more than one call; a query's single call runs in its caller's thread).
+    # Model calls in flight at once, and the threads that make them (the pool starts its threads at
+    # the first batch that has more than one call; a query's single call runs in its caller's thread).
     _workers = 1
     _pool: ThreadPoolExecutor | None = None
 
@@ -217,6 +218,7 @@ class OnnxSentenceEncoder:
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         self._workers = threads or physical_cores()
         options.intra_op_num_threads = self._workers
+        self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="embedding")
         options.inter_op_num_threads = 1
         # Spinning threads burn the shared cores between requests and hurt latency under load.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
@@ -275,11 +277,10 @@ class OnnxSentenceEncoder:
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.maximum(norms, 1e-12)
 
-    def _run_side_by_side(self, run, batches: list[np.ndarray], total: int) -> None:
+    def _run_side_by_side(self, run: Callable[[np.ndarray], None], batches: list[np.ndarray], total: int) -> None:
         """`run` on every batch, up to `_workers` at once; cancellation is checked and progress
         reported in the calling thread (the request's context lives there), between batches."""
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="embedding")
+        assert self._pool is not None  # made with the session
         pending: list[tuple[np.ndarray, Future]] = []
         done = 0
         try:
