@@ -145,8 +145,8 @@ def importance(value: float) -> float:
 
 
 def metadata(value: dict[str, Any] | None, settings: Settings) -> dict[str, Any]:
-    if value is None:
-        return {}
+    if value is None or (isinstance(value, dict) and not value):
+        return {}  # most memories have none: four JSON passes spared per memory of a batch
     if not isinstance(value, dict):
         raise ValidationError("metadata must be a JSON object")
     if nesting_depth(value) > MAX_METADATA_DEPTH:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -239,8 +239,6 @@ def _echo_encoder(batch_size: int):
     encoder._batch_size = batch_size
     encoder._session = _RowEchoSession()
     encoder.dimension = 3
-    encoder._pool = None
-    encoder._calls_lock = threading.Lock()
     return encoder
 
 
@@ -272,6 +270,18 @@ def test_length_sorted_batches_return_each_vector_at_its_texts_position():
     # Batches are cut in token-count order and padded to their own longest text only.
     counts = sorted(len(encoder._tokenizer.encode(t).ids) for t in texts)
     assert encoder._session.widths == [max(counts[i : i + 3]) for i in range(0, len(texts), 3)]
+
+
+def test_batches_run_side_by_side_return_each_vector_at_its_texts_position():
+    texts = [" ".join(f"w{j}" for j in range(i % 13 + 1)) + f" text {i}" for i in range(41)]
+    encoder = _echo_encoder(batch_size=32)
+    encoder._workers = 2  # 41 texts in calls of at most max(8, 41 / 8) rows, two at a time
+    encoder._pool = ThreadPoolExecutor(2)
+    rows = encoder.encode(texts)
+    assert len(encoder._session.widths) == 6
+    for text, row in zip(texts, rows, strict=True):  # each row is its own text's: (id sum, token count)
+        ids = encoder._tokenizer.encode(text).ids
+        assert np.isclose(row[0] / row[1], sum(ids) / len(ids))
 
 
 def test_batches_hold_at_most_their_rows_and_padded_tokens():

@@ -21,9 +21,8 @@ import logging
 import os
 import re
 import shutil
-import threading
 import time
-from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -183,13 +182,21 @@ def physical_cores() -> int:
 # before (4 texts of 256 tokens, where 8 took twice the memory for no speed).
 DEFAULT_BATCH_ROWS = 32
 BATCH_TOKENS = 1024
-# Model calls in flight at once when a text list spans several batches. onnxruntime runs calls on
-# one session concurrently; a call's small matrices leave its thread pool idle between kernels,
-# and a second call fills those gaps (docs/BENCHMARKS.md, issue 45). A single query stays one call.
-CALLS_IN_FLIGHT = 2
+# Model calls of one encode run side by side, one per intra-op thread: a call on a batch of short
+# texts keeps a second thread busy only part of the time (its many small operators each wait for
+# both), so two calls at once fill both cores. A batch is cut into about this many calls per
+# worker, so that a worker slowed by the shared host leaves the rest to the other, and each call
+# holds at least MIN_CONCURRENT_ROWS texts (smaller calls use the kernels less well).
+CALLS_PER_WORKER = 4
+MIN_CONCURRENT_ROWS = 8
 
 
 class OnnxSentenceEncoder:
+    # Model calls in flight at once, and the threads that make them (the pool starts its threads at
+    # the first batch that has more than one call; a query's single call runs in its caller's thread).
+    _workers = 1
+    _pool: ThreadPoolExecutor | None = None
+
     def __init__(
         self,
         model_dir: Path,
@@ -209,7 +216,9 @@ class OnnxSentenceEncoder:
         # The cached graph is optimised already (graph_build.py): ALL adds only what depends on
         # this CPU, and nothing is folded or copied at load.
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.intra_op_num_threads = threads or physical_cores()
+        self._workers = threads or physical_cores()
+        options.intra_op_num_threads = self._workers
+        self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="embedding")
         options.inter_op_num_threads = 1
         # Spinning threads burn the shared cores between requests and hurt latency under load.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
@@ -236,8 +245,6 @@ class OnnxSentenceEncoder:
         self._tokenizer.no_padding()  # tokenizer.json pads to 128; encode() pads each batch itself
         self._batch_size = batch_size
         self.dimension = int(self._session.get_outputs()[0].shape[1])
-        self._pool: ThreadPoolExecutor | None = None
-        self._calls_lock = threading.Lock()
 
     def encode(self, texts: list[str]) -> np.ndarray:
         if not texts:
@@ -249,36 +256,50 @@ class OnnxSentenceEncoder:
         lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
         order = np.argsort(lengths, kind="stable")
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        rows = self._batch_size
+        if self._workers > 1:
+            rows = min(rows, max(MIN_CONCURRENT_ROWS, -(-len(texts) // (CALLS_PER_WORKER * self._workers))))
+        batches = [order[b] for b in token_budget_batches(lengths[order], rows, BATCH_TOKENS)]
 
-        def run(idx: np.ndarray) -> int:
+        def run(idx: np.ndarray) -> None:
             ids, mask = padded_batch([encodings[i].ids for i in idx], int(lengths[idx[-1]]))
             out[idx] = self._session.run(["pooled"], {"input_ids": ids, "attention_mask": mask})[0]
-            return len(idx)
 
-        batches = [order[b] for b in token_budget_batches(lengths[order], self._batch_size, BATCH_TOKENS)]
-        if len(batches) == 1:
-            run(batches[0])
-        else:
-            # Cancellation and progress belong to the request's context: checked and reported here.
-            done, flying = 0, deque[Future[int]]()
+        if len(batches) == 1 or self._workers == 1:
+            done = 0
             for idx in batches:
                 check_cancelled()  # a client that went away stops paying for its batch
-                flying.append(self._calls().submit(run, idx))
-                if len(flying) == CALLS_IN_FLIGHT:
-                    done += flying.popleft().result()
-                    report_progress(done, len(texts), "embedding", source="embedding")
-            while flying:
-                done += flying.popleft().result()
+                run(idx)
+                done += len(idx)
                 report_progress(done, len(texts), "embedding", source="embedding")
+        else:
+            self._run_side_by_side(run, batches, len(texts))
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.maximum(norms, 1e-12)
 
-    def _calls(self) -> ThreadPoolExecutor:
-        """The threads that make the model calls of a multi-batch encode, started at first use."""
-        with self._calls_lock:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(CALLS_IN_FLIGHT, thread_name_prefix="spatial-memory-embedding")
-            return self._pool
+    def _run_side_by_side(self, run: Callable[[np.ndarray], None], batches: list[np.ndarray], total: int) -> None:
+        """`run` on every batch, up to `_workers` at once; cancellation is checked and progress
+        reported in the calling thread (the request's context lives there), between batches."""
+        assert self._pool is not None  # made with the session
+        pending: list[tuple[np.ndarray, Future]] = []
+        done = 0
+        try:
+            for idx in batches:
+                if len(pending) == self._workers:
+                    first, future = pending.pop(0)
+                    future.result()
+                    done += len(first)
+                    report_progress(done, total, "embedding", source="embedding")
+                check_cancelled()  # a client that went away stops paying for the batches not started
+                pending.append((idx, self._pool.submit(run, idx)))
+            for idx, future in pending:
+                future.result()
+                done += len(idx)
+                report_progress(done, total, "embedding", source="embedding")
+        finally:
+            for _, future in pending:  # on cancellation or an error, the calls still running end first
+                if not future.cancel():
+                    future.exception()
 
 
 def token_budget_batches(sorted_lengths: np.ndarray, max_rows: int, max_tokens: int) -> list[slice]:
