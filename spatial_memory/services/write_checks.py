@@ -50,17 +50,16 @@ def _specifics(text: str) -> tuple[tuple[frozenset[str], bool], tuple[int, ...]]
     return specifics(text)
 
 
-def relation(new_text: str, stored_text: str, settings: Settings) -> tuple[str, float]:
-    """What a stored memory is to a new one if similar enough - DUPLICATE or CONTRADICTION - and
-    the similarity from which it is."""
+def relation(new_text: str, stored_text: str) -> str:
+    """What a stored memory is to a new one if similar enough: DUPLICATE or CONTRADICTION."""
     # Not at the top: text/details.py reads text/extraction.py, whose rule table is slow to
     # compile: paid by the first write that needs it, not by every server's start.
     from ..text.details import opposed
 
     (new_details, new_polarity), (stored_details, stored_polarity) = _specifics(new_text), _specifics(stored_text)
     if new_details == stored_details and not opposed(new_polarity, stored_polarity):
-        return DUPLICATE, settings.duplicate_threshold
-    return CONTRADICTION, settings.contradiction_threshold
+        return DUPLICATE
+    return CONTRADICTION
 
 
 def look_alikes(
@@ -80,7 +79,7 @@ def look_alikes(
     by_namespace: dict[str, list[int]] = {}
     for i, record in enumerate(records):
         by_namespace.setdefault(record.namespace, []).append(i)
-    asked: list[tuple[int, str, float, str, str, float]] = []  # (record, id, similarity, content, relation, threshold)
+    asked: list[tuple[int, str, float, str, str]] = []  # (record, id, similarity, content, relation)
     with store.one_version():  # one version check for every namespace of the batch, not one each
         for namespace, indexes in by_namespace.items():
             vectors = np.stack([np.asarray(records[i].vector, dtype=np.float32) for i in indexes])
@@ -88,9 +87,7 @@ def look_alikes(
             for i, closest in zip(indexes, closest_of, strict=True):
                 for memory_id, similarity, content in closest:
                     if similarity >= floor:
-                        asked.append(
-                            (i, memory_id, similarity, content, *relation(records[i].content, content, settings))
-                        )
+                        asked.append((i, memory_id, similarity, content, relation(records[i].content, content)))
     for kind in (DUPLICATE, CONTRADICTION):
         mine = [a for a in asked if a[4] == kind]
         if not mine:
@@ -102,9 +99,7 @@ def look_alikes(
             lambda k, mine=mine: (records[mine[k][0]].content, mine[k][3]),
             redecide=kind in as_fp32,
         )
-        for (i, memory_id, _, content, _, _), ok, similarity in zip(
-            mine, reached.tolist(), decided.tolist(), strict=True
-        ):
+        for (i, memory_id, _, content, _), ok, similarity in zip(mine, reached.tolist(), decided.tolist(), strict=True):
             if ok:
                 found[i].append(LookAlike(memory_id, min(similarity, 1.0), kind, content))
     for alike in found:
