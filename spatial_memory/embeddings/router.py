@@ -179,14 +179,16 @@ class EmbeddingRouter:
         path's model would cost the whole session its memory."""
         if self._release_timer is not None:
             self._release_timer.cancel()
-        self._release_timer = threading.Timer(REFERENCE_IDLE_SECONDS, self._release_reference)
-        self._release_timer.daemon = True
-        self._release_timer.name = "spatial-memory-fp32-release"
-        self._release_timer.start()
+        timer = threading.Timer(REFERENCE_IDLE_SECONDS, lambda: self._release_reference(timer))
+        timer.daemon = True
+        timer.name = "spatial-memory-fp32-release"
+        self._release_timer = timer
+        timer.start()
 
-    def _release_reference(self) -> None:
+    def _release_reference(self, timer: threading.Timer) -> None:
         with self._reference_lock:
-            if self._reference is None:
+            # A timer that fired while a later use held the lock is not the latest one: the model stays.
+            if self._reference is None or self._release_timer is not timer:
                 return
             self._reference = None
             self._release_timer = None
