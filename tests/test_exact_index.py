@@ -316,11 +316,12 @@ def lance_keywords(path: Path, text: str, limit: int, namespace: str | None) -> 
     return list(zip(found.column("id").to_pylist(), found.column("_score").to_pylist()))
 
 
-def test_keyword_hits_by_row_address_are_lancedbs(tmp_path):
-    """Keyword hits come back from LanceDB as row addresses the copy maps to its rows: the same
-    memories and scores as LanceDB's own search, for rows loaded with the copy, rows this process
-    wrote since (known by id only) and rows rewritten since (addresses moved), with deleted ones
-    left out."""
+def test_keyword_hits_of_the_in_memory_index_are_lancedbs(tmp_path):
+    """The in-memory keyword index finds what LanceDB's own full-text search finds, for rows loaded
+    with the copy, rows this process wrote since and rows rewritten since, with deleted ones left
+    out; its BM25 scores are LanceDB's over the live rows (LanceDB's own equal them once a
+    compaction has folded every row into its index and dropped the deleted ones: before that its
+    statistics still count them)."""
     rng = np.random.default_rng(11)
     words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"]
     store = MemoryStore(tmp_path / "db", "m", DIM)
@@ -336,10 +337,46 @@ def test_keyword_hits_by_row_address_are_lancedbs(tmp_path):
     store.record_access({r.id: 1 for r in loaded[:20]})  # rewrites their rows
     store.delete_ids([loaded[25].id])
     assert store.exact.snapshot() is not None
-    for query in ("alpha kilo", "bravo golf item3", "juliet echo", "kilo"):
+    queries = ("alpha kilo", "bravo golf item3", "juliet echo", "kilo", "Kilos, and ALPHA!")
+    before = {}
+    for query in queries:
         for namespace in (None, "ns1"):
             flt = build_filter(namespace=namespace) if namespace else None
             found, scores = store.fts_candidates(query, 100, flt)  # every match: no ties cut at the limit
+            assert set(found.ids) == {i for i, _ in lance_keywords(tmp_path / "db", query, 100, namespace)}
+            assert loaded[25].id not in found.ids and scores == sorted(scores, reverse=True)
+            before[query, namespace] = dict(zip(found.ids, scores))
+    store.compact()
+    for (query, namespace), hits in before.items():
+        assert hits == pytest.approx(dict(lance_keywords(tmp_path / "db", query, 100, namespace)), rel=1e-5)
+        found, scores = store.fts_candidates(query, 100, build_filter(namespace=namespace) if namespace else None)
+        assert dict(zip(found.ids, scores)) == hits
+
+
+def test_keyword_hits_by_row_address_are_lancedbs(tmp_path):
+    """A query in a script only LanceDB's dictionary splits into words (Chinese here) is answered by
+    LanceDB, its hits coming back as row addresses the copy maps to its rows: the same memories
+    and scores as LanceDB's own search, for rows loaded with the copy, rows this process wrote
+    since (known by id only) and rows rewritten since (addresses moved), deleted ones left out."""
+    rng = np.random.default_rng(12)
+    words = ["猫", "狗", "咖啡", "音乐", "朋友", "学校", "电影", "天气"]
+    store = MemoryStore(tmp_path / "db", "m", DIM)
+
+    def text(i: int) -> str:
+        return "我喜欢" + "和".join(words[(i * k) % len(words)] for k in (1, 3)) + f" item{i}"
+
+    loaded = [record(rng, namespace=f"ns{i % 2}", content=text(i)) for i in range(40)]
+    store.add(loaded)
+    store.compact()
+    store.search(record(rng).vector, 3)  # loads the copy
+    store.add([record(rng, namespace="ns1", content=text(i)) for i in range(40, 50)])
+    store.record_access({r.id: 1 for r in loaded[:10]})
+    store.delete_ids([loaded[17].id])
+    for query in ("咖啡", "音乐 电影"):
+        for namespace in (None, "ns1"):
+            flt = build_filter(namespace=namespace) if namespace else None
+            found, scores = store.fts_candidates(query, 100, flt)
+            assert found.ids, query
             expected = dict(lance_keywords(tmp_path / "db", query, 100, namespace))
             assert dict(zip(found.ids, scores)) == pytest.approx(expected)
-            assert loaded[25].id not in found.ids and scores == sorted(scores, reverse=True)
+            assert loaded[17].id not in found.ids and scores == sorted(scores, reverse=True)

@@ -130,6 +130,7 @@ def test_access_counts_rewriting_rows_out_of_the_full_text_index_ask_for_compact
     """Below the vector index, recall's access counts rewrite rows, which leave the full-text index
     (every keyword search then scans them): past FTS_UNINDEXED_MAX such rows, once keyword searches
     run, upkeep compacts without waiting for the fragment threshold or a pause in the writes."""
+    from spatial_memory.storage.filters import build_filter
     from spatial_memory.storage.table import maintenance
 
     store = MemoryStore(tmp_path / "db", "unit-model", 8, compact_fragment_threshold=50)
@@ -139,9 +140,12 @@ def test_access_counts_rewriting_rows_out_of_the_full_text_index_ask_for_compact
     assert store.fulltext.unindexed_rows() == 0 and not store.needs_compaction()
     monkeypatch.setattr(maintenance, "FTS_UNINDEXED_MAX", 5)
     store.record_access({r.id: 1 for r in records[:10]})
-    # Nobody searched by keywords yet (a bulk import): no compaction beside the writes.
+    # Nobody searched by keywords yet (a bulk import): no compaction beside the writes; nor after a
+    # search the in-memory keyword index answers, which reads no LanceDB index.
     assert store.fulltext.unindexed_rows() == 10 and not store.needs_compaction()
-    store.fts_search("note", 5)
+    assert store.fts_search("note", 5)
+    assert not store.needs_compaction()
+    store.fts_search("note", 5, build_filter(tags=["none"]))  # a filter only LanceDB applies
     assert store.needs_compaction()
     store.compact()
     assert store.fulltext.unindexed_rows() == 0 and not store.needs_compaction()
@@ -171,8 +175,10 @@ def test_a_store_opened_with_rows_outside_the_full_text_index_compacts_at_once(s
 
 def test_a_recall_after_a_burst_of_writes_wakes_upkeep_to_compact(settings, fake_embedder, monkeypatch):
     """Rows written since the last compaction are outside the full-text index: the first recall
-    after a burst of writes wakes upkeep to compact, without waiting for a pause between calls
-    (a client recalling back to back would otherwise scan them in every keyword search)."""
+    after a burst of writes whose keyword search LanceDB answers (a filter the in-memory keyword
+    index cannot apply) wakes upkeep to compact, without waiting for a pause between calls (a
+    client recalling back to back would otherwise scan them in every keyword search). A recall the
+    in-memory index answers reads no LanceDB index and wakes nobody."""
     from spatial_memory.records import NewMemory
     from spatial_memory.runtime.resources import Resources
     from spatial_memory.server.app import App
@@ -186,7 +192,9 @@ def test_a_recall_after_a_burst_of_writes_wakes_upkeep_to_compact(settings, fake
     resources.upkeep.run_once()  # a pass right after the writes: nobody searched, no compaction
     assert store.fulltext.unindexed_rows() == 8 and not store.fts_may_lag()
     resources.upkeep._poked = False
-    app.search.recall("topic", limit=3)
+    assert app.search.recall("topic", limit=3).memories
+    assert not store.fts_may_lag() and not resources.upkeep._poked
+    app.search.recall("topic", limit=3, tags=["none"])
     assert store.fts_may_lag() and resources.upkeep._poked
     resources.upkeep.run_once()
     assert store.fulltext.unindexed_rows() == 0 and not store.fts_may_lag()
@@ -482,3 +490,45 @@ async def test_locomo_hybrid_beats_vector_and_keyword(tmp_path, cached_embedder,
         assert tuned[metric] > vector[metric] and tuned[metric] > keyword[metric], (metric, alpha, results)
         assert default[metric] > vector[metric], (metric, results)
     assert default["recall@10"] > keyword["recall@10"], results
+
+
+def test_english_words_other_languages_stop_are_found_by_both_keyword_indexes(tmp_path):
+    """Keyword search drops English stop words only: words that are stop words in another language
+    ("dog", "cat", "door", "city", "want") are found, by the in-memory keyword index and by
+    LanceDB's (a filter only LanceDB applies), alike."""
+    from spatial_memory.storage.filters import build_filter
+
+    store = MemoryStore(tmp_path / "db", "unit-model", 8)
+    texts = ["My dog sleeps by the door", "The cat wants fish", "A city of bridges", "the and of it"]
+    store.add([_record(t, tags=["t"]) for t in texts])
+    store.compact()
+    for query, expected in (("dog", texts[0]), ("cats", texts[1]), ("doors", texts[0]), ("cities", texts[2])):
+        assert [r.content for r, _ in store.fts_search(query, 5)] == [expected], query
+        assert [r.content for r, _ in store.fts_search(query, 5, build_filter(tags=["t"]))] == [expected], query
+    assert store.fts_search("the and of it", 5) == []  # every word a stop word: nothing to match
+
+
+def test_a_full_text_index_built_with_other_stop_words_is_rebuilt_by_upkeep(tmp_path):
+    """A store whose LanceDB full-text index predates the English stop words (every language's were
+    dropped) gets it rebuilt by upkeep's compaction, not while the store opens."""
+    import lancedb
+    from lancedb.index import FTS
+
+    from spatial_memory.storage.filters import build_filter
+    from spatial_memory.storage.search.fulltext import FTS_OPTIONS
+    from spatial_memory.storage.table.schema import TABLE_NAME
+
+    def stop_words() -> list[str] | None:
+        (index,) = lancedb.connect(str(path)).open_table(TABLE_NAME).list_indices()
+        return index.index_details["custom_stop_words"]
+
+    path = tmp_path / "db"
+    store = MemoryStore(path, "unit-model", 8)
+    store.add([_record("My dog sleeps by the door", tags=["t"])])
+    old = {k: v for k, v in FTS_OPTIONS.items() if k != "custom_stop_words"}
+    store.table.handle.create_index("content", config=FTS(**old), replace=True)
+    store = MemoryStore(path, "unit-model", 8)
+    assert stop_words() is None  # opening leaves it
+    store.compact()
+    assert stop_words() == sorted(FTS_OPTIONS["custom_stop_words"])
+    assert [r.content for r, _ in store.fts_search("dog", 5, build_filter(tags=["t"]))] == ["My dog sleeps by the door"]

@@ -3,7 +3,8 @@ scores it gave before its speed-ups (tests/snapshots/ranking_pins.json, written 
 
 The store mixes conversation structure (sessions, sequences, speakers, dates, questions, time words) and
 plain memories, and the cases cover the exact in-memory copy (as loaded, then with rows written since)
-and LanceDB's own searches (a tag filter), every alpha, namespaces and min_similarity. Regenerate only for an intended ranking change:
+and LanceDB's own searches (a tag filter), every alpha, namespaces and min_similarity. Regenerate only for an intended ranking change
+(last: 45, English stop words only in both keyword indexes, so "dog" or "cat" count as words):
 
     PYTHONPATH=. python tests/test_ranking_pins.py --write
 """

@@ -78,9 +78,11 @@ def test_compaction_keeps_table_healthy(store):
 
 
 def test_a_compaction_waits_for_the_pause_in_a_burst_of_writes_nobody_searches(store, monkeypatch):
-    """A compaction due may wait while writes land back to back, unless a keyword search has run
-    since the last compaction (it scans the rows outside the full-text index) or the writes pass
-    BURST_COMPACT_FACTOR times the threshold."""
+    """A compaction due may wait while writes land back to back, unless a keyword search LanceDB
+    answered has run since the last compaction (it scans the rows outside the full-text index) or
+    the writes pass BURST_COMPACT_FACTOR times the threshold. One the in-memory keyword index
+    answers reads no LanceDB index, so it does not hurry the compaction."""
+    from spatial_memory.storage.filters import build_filter
     from spatial_memory.storage.table import maintenance
 
     store.compact()
@@ -90,7 +92,9 @@ def test_a_compaction_waits_for_the_pause_in_a_burst_of_writes_nobody_searches(s
     with monkeypatch.context() as patched:
         patched.setattr(maintenance, "BURST_GAP_SECONDS", 0.0)  # as if the writes had paused
         assert not store.compaction_can_wait()
-    store.fts_search("memory", 5)
+    assert store.fts_search("memory", 5)  # the in-memory index
+    assert store.compaction_can_wait()
+    store.fts_search("memory", 5, build_filter(tags=["none"]))  # a filter only LanceDB applies
     assert not store.compaction_can_wait()
     store.compact()
     for i in range(5 * maintenance.BURST_COMPACT_FACTOR + 1):

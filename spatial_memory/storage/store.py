@@ -37,6 +37,7 @@ from .search.exact_index import ExactIndex
 from .search.exact_search import ExactSearch
 from .search.fulltext import FullTextSearch
 from .search.indexing import IndexPolicy, VectorIndexState
+from .search.keyword_index import KeywordIndex
 from .search.vector_search import NamespaceSearch, VectorSearch
 from .side_tables.access_counts import AccessCounts
 from .side_tables.access_ledger import AccessLedger
@@ -153,7 +154,9 @@ class MemoryStore(Store):
         self.activity = WriteActivity(options.compact_fragment_threshold)
         self.indexed = VectorIndexState(table)
         # Below the approximate index's threshold, searches run on an in-memory exact copy.
-        self.exact = ExactSearch(table, ExactIndex(table.dim, 2 * policy.vector_index_threshold), self.indexed, clock)
+        self.exact = ExactSearch(
+            table, ExactIndex(table.dim, 2 * policy.vector_index_threshold), KeywordIndex(), self.indexed, clock
+        )
         expiry = Expiry(table)
         self.writer = Writer(table, locks, self.activity, self.exact.index, expiry, options.on_commit)
         if table.damage is not None:

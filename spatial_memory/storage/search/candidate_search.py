@@ -82,6 +82,12 @@ class CandidateSearch:
 
     def keyword(self, text: str, limit: int, flt: Filter | None) -> tuple[Candidates, list[float]]:
         """The best keyword matches and their BM25 scores, best first (as FullTextSearch.search)."""
+        found = self._fulltext.rows(text, limit, flt)
+        if found is not None:
+            snap, hits = found
+            columns = self._candidate_rows(snap, [row for row, _ in hits])
+            if columns is not None:
+                return columns, [score for _, score in hits]
         # Only row addresses and scores from LanceDB when the copy will answer for the rows.
         snap = self._exact.snapshot(load=False) if not self._indexed.ready() else None
         if snap is not None:

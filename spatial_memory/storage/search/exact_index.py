@@ -22,6 +22,7 @@ fetched from LanceDB once and then kept as records, until a commit touches them 
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 from collections.abc import Sequence
@@ -39,6 +40,7 @@ log = logging.getLogger(__name__)
 
 UNKNOWN = -1
 _NO_CODE = -2  # the code of a namespace the copy has never seen: matches no row
+_LOADS = itertools.count(1)
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,7 @@ class Snapshot:
     positions: dict[str, int]  # id -> row of its live entry
     summary: pa.Table  # the non-vector columns of rows [0, loaded) as of the load, and of rows this process wrote since
     current_summary: np.ndarray  # bool, length n: the row's summary is still what LanceDB holds
+    load: int = 0  # which load of the copy this is: snapshots of one load share rows [0, n) (appends only)
 
 
 class ExactIndex:
@@ -143,6 +146,7 @@ class ExactIndex:
                 positions={memory_id: i for i, memory_id in enumerate(ids)},
                 summary=table.drop_columns(["vector", "_rowid"]).combine_chunks(),  # take() is faster on one chunk
                 current_summary=np.ones(n, dtype=bool),
+                load=next(_LOADS),
             )
             self._snapshot = snap
             self._records = {}
@@ -156,7 +160,7 @@ class ExactIndex:
             return []
         with self._one_blas_thread():  # blas.py: a split product waits for a busy core
             scores = snap.vectors[: snap.n] @ np.asarray(query, dtype=np.float32)
-        candidates = np.flatnonzero(self._live(snap, namespace, now))
+        candidates = np.flatnonzero(self.live(snap, namespace, now))
         return _best(scores[candidates], candidates, limit)
 
     def top_many(
@@ -165,14 +169,14 @@ class ExactIndex:
         """`top` for each of several queries. One matrix product over the candidate rows only
         (a batch's queries usually search one namespace of several), where `top`'s one query
         multiplies every row and selects after."""
-        candidates = np.flatnonzero(self._live(snap, namespace, now))
+        candidates = np.flatnonzero(self.live(snap, namespace, now))
         if candidates.size == 0 or limit <= 0:
             return [[] for _ in queries]
         with self._one_blas_thread():
             scores = np.asarray(queries, dtype=np.float32) @ snap.vectors[candidates].T
         return [_best(chosen, candidates, limit) for chosen in scores]
 
-    def _live(self, snap: Snapshot, namespace: str | None, now: float) -> np.ndarray:
+    def live(self, snap: Snapshot, namespace: str | None, now: float) -> np.ndarray:
         """Mask of the rows alive, not expired at `now` and in `namespace` (None: any)."""
         mask = snap.alive & (snap.expires > now)
         if namespace is not None:
@@ -197,7 +201,7 @@ class ExactIndex:
             code = self._session_codes.get(session)
             if code is not None:
                 mask |= (sessions == code) & (sequences >= low) & (sequences <= high)
-        mask &= self._live(snap, namespace, now)
+        mask &= self.live(snap, namespace, now)
         return np.flatnonzero(mask).tolist()
 
     # ---- following this process's own commits ----------------------------------------------

@@ -19,6 +19,7 @@ from ..table.schema import SUMMARY_COLUMNS, rows_to_records
 from ..table.table import MemoryTable
 from .exact_index import UNKNOWN, ExactIndex, Snapshot
 from .indexing import VectorIndexState
+from .keyword_index import KeywordIndex
 
 log = logging.getLogger(__name__)
 
@@ -29,10 +30,16 @@ RESOLVE_BY_ID_MAX = 1024
 
 class ExactSearch:
     def __init__(
-        self, table: MemoryTable, index: ExactIndex, indexed: VectorIndexState, clock: Callable[[], datetime]
+        self,
+        table: MemoryTable,
+        index: ExactIndex,
+        keywords: KeywordIndex,
+        indexed: VectorIndexState,
+        clock: Callable[[], datetime],
     ) -> None:
         self._table = table
         self.index = index
+        self._keywords = keywords
         self._indexed = indexed
         self._clock = clock
         self._skipped_at: int | None = None  # a version found too big for the copy
@@ -77,6 +84,13 @@ class ExactSearch:
     ) -> list[tuple[int, float]]:
         """(row, similarity) of the copy's best `limit` live rows, best first."""
         return self.index.top(snap, vector, limit, namespace, self._now())
+
+    def keyword_rows(
+        self, snap: Snapshot, words: str, limit: int, namespace: str | None
+    ) -> list[tuple[int, float]] | None:
+        """(row, BM25 score) of the copy's best `limit` live rows for a keyword query, best first
+        (keyword_index.py); None when the copy cannot answer it."""
+        return self._keywords.search(snap, words, limit, self.index.live(snap, namespace, self._now()))
 
     def session_rows(self, snap: Snapshot, windows: Sequence[tuple[str, int, int]], namespace: str | None) -> list[int]:
         return self.index.session_rows(snap, windows, namespace, self._now())
@@ -184,10 +198,12 @@ class ExactSearch:
             return None
 
     def refresh(self) -> None:
-        """Upkeep: (re)load the exact copy and look up row addresses of rows written since."""
+        """Upkeep: (re)load the exact copy, index its rows' words for keyword search, and look up
+        row addresses of rows written since."""
         snap = self.snapshot()
         if snap is None:
             return
+        self._keywords.cover(snap)  # here rather than in the next keyword search
         pending = self.index.unresolved(snap)
         if not pending:
             return

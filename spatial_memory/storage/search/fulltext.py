@@ -16,15 +16,23 @@ from ..table.reads import Reads, summary_columns
 from ..table.schema import rows_to_records
 from ..table.table import MemoryTable
 from ..writing.writer import WriteActivity, Writer
+from .exact_index import Snapshot
 from .exact_search import ExactSearch
+from .terms import STOP_WORDS, needs_dictionary
 from .vector_search import NamespaceSearch
 
 log = logging.getLogger(__name__)
 
 # Native LanceDB full-text index (not tantivy). "icu/split" segments CJK and Thai text into
-# words and otherwise splits like the "simple" tokenizer; English is stemmed, stop words
-# dropped, accents folded and case ignored, the same way for documents and queries.
-FTS_OPTIONS: dict[str, Any] = {"base_tokenizer": "icu/split", "language": "English", "with_position": False}
+# words and otherwise splits like the "simple" tokenizer; English is stemmed, English stop words
+# dropped (terms.py: without a list, every language's would be), accents folded and case ignored,
+# the same way for documents and queries, and as the in-memory keyword index does (terms.py).
+FTS_OPTIONS: dict[str, Any] = {
+    "base_tokenizer": "icu/split",
+    "language": "English",
+    "with_position": False,
+    "custom_stop_words": sorted(STOP_WORDS),
+}
 MAX_QUERY_TERMS = 64
 _KEEP_CATEGORIES = ("L", "M", "N")  # letters, combining marks, numbers
 
@@ -78,8 +86,12 @@ class FullTextSearch:
         index = self._index()
         return int(getattr(index, "num_unindexed_rows", 0) or 0) if index is not None else 0
 
-    def ensure_index(self) -> None:
-        """Create LanceDB's native full-text index on `content` when the table has none.
+    def ensure_index(self, *, rebuild_outdated: bool = False) -> None:
+        """Create LanceDB's native full-text index on `content` when the table has none; with
+        `rebuild_outdated` (the upkeep thread, never a store's opening: it rewrites the whole
+        index), also build again one made with other options than FTS_OPTIONS (a store indexed
+        before its stop words were English only), so LanceDB's answers and the in-memory
+        index's agree.
 
         Rows written after the index was built are still searched (LanceDB scans the
         unindexed rows too) and compaction folds them into the index. Failing to build it
@@ -88,13 +100,20 @@ class FullTextSearch:
         from lancedb.index import FTS  # imported here: see connection.py's docstring
 
         try:
-            if self._writer.read_only or self.has_index():
+            if self._writer.read_only or not self._needs_index(rebuild_outdated):
                 return
             with self._writer.lock:
-                if not self.has_index():
-                    self._table.handle.create_index("content", config=FTS(**FTS_OPTIONS), replace=False)
+                if self._needs_index(rebuild_outdated):
+                    self._table.handle.create_index("content", config=FTS(**FTS_OPTIONS), replace=True)
         except Exception as exc:  # noqa: BLE001 - keyword search works unindexed, just slower
             log.warning("could not create the full-text index on content: %s", exc)
+
+    def _needs_index(self, rebuild_outdated: bool) -> bool:
+        index = self._index()
+        if index is None:
+            return True
+        details = getattr(index, "index_details", None) or {}
+        return rebuild_outdated and details.get("custom_stop_words") != FTS_OPTIONS["custom_stop_words"]
 
     def search(
         self, text: str, limit: int, flt: Filter | None = None, *, with_vectors: bool = False
@@ -104,6 +123,12 @@ class FullTextSearch:
         The text is reduced to plain words first (see `match_text`), so no user syntax
         ever reaches the query; nothing left means no hits.
         """
+        found = self.rows(text, limit, flt)
+        if found is not None:
+            snap, hits = found
+            records = self._exact.fetch_rows(snap, [row for row, _ in hits], with_vectors=with_vectors)
+            if records is not None:
+                return list(zip(records, [score for _, score in hits], strict=True))
         # With the exact in-memory copy, only ids and scores come from the index and the rows
         # from the copy: LanceDB's random-access row fetch is most of a keyword search's time.
         if self._exact.snapshot(load=False) is not None:
@@ -113,14 +138,28 @@ class FullTextSearch:
             records = self._reads.get_many([i for i, _ in hits], with_vectors=with_vectors)
             if len(records) == len(hits):
                 return list(zip(records, [score for _, score in hits], strict=True))
-            found = {r.id: r for r in records}  # a row deleted since the search: left out
-            return [(found[i], score) for i, score in hits if i in found]
+            found_ids = {r.id: r for r in records}  # a row deleted since the search: left out
+            return [(found_ids[i], score) for i, score in hits if i in found_ids]
         table = self.query(text, limit, flt, summary_columns(with_vectors))
         if table is None:
             return []
         scores = [float(s) for s in table.column("_score").to_pylist()]
         records = self._accesses.apply(rows_to_records(table.drop_columns(["_score"])))
         return list(zip(records, scores, strict=True))
+
+    def rows(self, text: str, limit: int, flt: Filter | None = None) -> tuple[Snapshot, list[tuple[int, float]]] | None:
+        """The exact copy and the (row, BM25 score) of the best keyword matches in it, best first,
+        from the in-memory keyword index (keyword_index.py); None when LanceDB must answer: no copy
+        answers under this filter, or the query has words only LanceDB's dictionary can split."""
+        words = match_text(text)
+        if needs_dictionary(words):
+            return None
+        found = self._exact.answering(flt)
+        if found is None:
+            return None
+        snap, namespace = found
+        hits = self._exact.keyword_rows(snap, words, limit, namespace)
+        return None if hits is None else (snap, hits)
 
     def ids(self, text: str, limit: int, flt: Filter | None = None) -> list[tuple[str, float]] | None:
         """(id, BM25 score) of the best keyword matches, best first; None when nothing can match."""

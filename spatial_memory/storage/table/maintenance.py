@@ -137,7 +137,7 @@ class Maintenance:
             self._exact.rebased(before, after)
             if not self._indexed.ready():
                 self._accesses.fold()  # no index to protect (any more): keep the counts in the rows
-        self._fulltext.ensure_index()
+        self._fulltext.ensure_index(rebuild_outdated=True)
         self.maintain_indexes()
         self.reconnect()
 
