@@ -182,9 +182,9 @@ def physical_cores() -> int:
 # before (4 texts of 256 tokens, where 8 took twice the memory for no speed).
 DEFAULT_BATCH_ROWS = 32
 BATCH_TOKENS = 1024
-# Model calls of one encode run side by side, one per intra-op thread: a call on a batch of short
-# texts keeps a second thread busy only part of the time (its many small operators each wait for
-# both), so two calls at once fill both cores. A batch is cut into about this many calls per
+# Model calls of one encode run side by side, one per core: a call on a batch of short texts keeps a
+# second intra-op thread busy only part of the time (its many small operators each wait for both),
+# so two calls at once fill both cores. A batch is cut into about this many calls per
 # worker, so that a worker slowed by the shared host leaves the rest to the other, and each call
 # holds at least MIN_CONCURRENT_ROWS texts (smaller calls use the kernels less well).
 CALLS_PER_WORKER = 4
@@ -217,7 +217,11 @@ class OnnxSentenceEncoder:
         # this CPU, and nothing is folded or copied at load.
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         self._workers = threads or physical_cores()
-        options.intra_op_num_threads = self._workers
+        # The integer paths' matrices are small enough that splitting an operator across threads
+        # costs more than it saves: each model call runs on one thread (a query is faster so, and
+        # leaves the other core to the keyword search beside it), and a batch's calls run side by
+        # side, one per core. fp32's larger kernels gain from the split (docs/BENCHMARKS.md, 45).
+        options.intra_op_num_threads = self._workers if precision == "fp32" else 1
         self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="embedding")
         options.inter_op_num_threads = 1
         # Spinning threads burn the shared cores between requests and hurt latency under load.
