@@ -256,7 +256,10 @@ class OnnxSentenceEncoder:
         # Tokenize everything once, then run batches of similar token counts: each batch is
         # padded only to its own longest text (~2% padding on short notes, against ~13% when
         # sorting by characters). Rows are written back at their input positions.
-        encodings = self._tokenizer.encode_batch(texts)
+        # One text (a query) is tokenized without encode_batch, which lets go of the GIL: a thread
+        # started beside the query (recall's keyword search) would take it and hold it until done,
+        # so the model would start only after it. Held, the GIL is released at the model call.
+        encodings = [self._tokenizer.encode(texts[0])] if len(texts) == 1 else self._tokenizer.encode_batch(texts)
         lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
         order = np.argsort(lengths, kind="stable")
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
