@@ -202,6 +202,7 @@ class ExactSearch:
         row addresses of rows written since."""
         snap = self.snapshot()
         if snap is None:
+            self._keywords.release()  # searches go to LanceDB now (or the next load indexes anew)
             return
         self._keywords.cover(snap)  # here rather than in the next keyword search
         pending = self.index.unresolved(snap)

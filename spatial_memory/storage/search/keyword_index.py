@@ -89,6 +89,11 @@ class KeywordIndex:
             with self._lock:
                 self._covering(snap)
 
+    def release(self) -> None:
+        """Drop the postings (the copy is gone: its memory is not kept for a load that may not come)."""
+        with self._lock:
+            self._postings = None
+
     def _covering(self, snap: Snapshot) -> _Postings:  # under self._lock
         """The postings of the snapshot's load, holding at least its rows."""
         postings = self._postings
