@@ -112,3 +112,26 @@ if __name__ == "__main__":
         result = recall_output(Path(tmp) / "store")
     SNAPSHOT.write_text(json.dumps(result, indent=1) + "\n")
     print(f"wrote {SNAPSHOT}: {len(result)} results")
+
+
+def test_rows_read_back_as_the_records_written():
+    """rows_to_records (column-wise, timestamps from their integers) gives back every field as written,
+    with pyarrow's own tzinfo, nulls included."""
+    import numpy as np
+    import pyarrow as pa
+
+    from spatial_memory.records import Conversation, Provenance
+    from spatial_memory.storage.table.schema import SUMMARY_COLUMNS, records_to_arrow, rows_to_records
+
+    written = _store_memories()[150:170]
+    written[0] = replace(written[0], expires_at=datetime(2031, 2, 3, 4, 5, 6, 789, tzinfo=timezone.utc))
+    written[1] = replace(written[1], conversation=Conversation(occurred_at=datetime(1969, 7, 20, tzinfo=timezone.utc)))
+    written[2] = replace(written[2], provenance=Provenance(via="remember", derived_from=("a",)), version=3)
+    table = records_to_arrow(written, "test-hash-embedder", 64)
+    for read in (rows_to_records(table.select(SUMMARY_COLUMNS)), rows_to_records(table)):
+        assert len(read) == len(written)
+        for got, want in zip(read, written, strict=True):
+            stored = float(np.float32(want.importance))  # a float32 column
+            assert replace(got, vector=None) == replace(want, vector=None, importance=stored)
+    zone = pa.array([0], pa.timestamp("us", tz="UTC")).to_pylist()[0].tzinfo
+    assert all(r.created_at.tzinfo is zone for r in rows_to_records(table))

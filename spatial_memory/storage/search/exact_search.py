@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from copy import copy
 from dataclasses import replace
 from datetime import datetime
 
@@ -178,7 +179,7 @@ class ExactSearch:
         # Copies, so a caller changing a record never changes the kept one. The copy's vectors
         # are the stored ones (the same float32 values).
         if not with_vectors:
-            return [replace(by_id[i]) for i in wanted]
+            return [copy(by_id[i]) for i in wanted]
         return [replace(by_id[i], vector=snap.vectors[row].copy()) for i, row in zip(wanted, rows)]
 
     def _read_missing(self, snap: Snapshot, rows: list[int]) -> list[MemoryRecord] | None:
