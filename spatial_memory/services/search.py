@@ -60,6 +60,19 @@ class RankedHit:
     score: float  # what the hits are ordered by
 
 
+@dataclass
+class _Begun:
+    """What a ranked search starts before it embeds the query: the table version it reads (checked on
+    the keyword thread: a hand-off to LanceDB's event loop, beside the embedding instead of before
+    it), the namespace's pinned memories at that version, the keyword search (None at alpha 1.0) and
+    the query's vector."""
+
+    version: int
+    pinned: list[MemoryRecord]
+    keyword: Future | None
+    query_vector: np.ndarray
+
+
 class SearchService(Service):
     def __init__(self, resources) -> None:
         super().__init__(resources)
@@ -82,6 +95,41 @@ class SearchService(Service):
 
         return self._keyword_pool.submit(search)
 
+    def _begin(
+        self, store: Store, query: str, limit: int, alpha: float, where: RecallFilters, *, pinned: bool
+    ) -> _Begun:
+        """Check the table version, read the pinned memories (with `pinned`; they add to the search
+        depth) and start the keyword search `search_depth` deep for the limit and the pinned, all on the
+        keyword thread, while this thread embeds the query. Arguments are checked first."""
+        check.query_text(query)
+        _check_alpha(alpha)
+        flt = store_filter(where)
+        as_of_moment(where), similarity_floor(where)  # checked now: a bad one starts nothing
+        namespace = where.get("namespace")
+        ready: Future = Future()
+        with self._pool_lock:
+            if self._keyword_pool is None:
+                self._keyword_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="keyword-search")
+
+        def head():
+            try:
+                version = store.version
+                with store.one_version(version):
+                    found = self.pinned(namespace) if pinned else []
+                    ready.set_result((version, found))
+                    if alpha >= 1.0:
+                        return None
+                    return store.fts_candidates(query, 2 * search_depth(limit + len(found)), flt)
+            except BaseException as exc:
+                if not ready.done():
+                    ready.set_exception(exc)
+                raise
+
+        keyword = self._keyword_pool.submit(head)
+        query_vector = self.query_vector(query)  # while the version, pinned and keyword search come
+        version, found = ready.result()
+        return _Begun(version, found, keyword, query_vector)
+
     def ranked(
         self, query: str, *, limit: int, alpha: float = DEFAULT_PARAMS.alpha, **where: Unpack[RecallFilters]
     ) -> list[RankedHit]:
@@ -97,6 +145,7 @@ class SearchService(Service):
         limit: int,
         alpha: float = DEFAULT_PARAMS.alpha,
         spare: int = 0,
+        begun: _Begun | None = None,
         **where: Unpack[RecallFilters],
     ) -> tuple[list[RankedHit], np.ndarray]:
         """The best memories for a query, by meaning, keywords and conversation context, and the
@@ -110,18 +159,17 @@ class SearchService(Service):
         With `as_of`, the memories current at that moment are searched instead (their versions then,
         memories superseded since included; keywords find only versions still current). `spare`
         more hits follow the best `limit` (ranked alike: the search depth is the limit's), for a
-        caller that drops some (`_distinct`).
+        caller that drops some (`_distinct`). `begun`: what `_begin` started for this search.
         """
         check.query_text(query)
-        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 <= alpha <= 1.0:
-            raise ValidationError("alpha must be a number from 0.0 (keyword only) to 1.0 (vector only)")
+        _check_alpha(alpha)
         flt = store_filter(where)
         as_of = as_of_moment(where)
         min_similarity = similarity_floor(where)
         store = self._resources.store()
         if alpha >= 1.0:
-            return self._by_meaning(store, query, limit, flt, as_of, min_similarity, spare)
-        query_vector, by_vector, by_keyword, bm25_scores = self._searches(store, query, limit, alpha, flt, as_of)
+            return self._by_meaning(store, query, limit, flt, as_of, min_similarity, spare, begun)
+        query_vector, by_vector, by_keyword, bm25_scores = self._searches(store, query, limit, alpha, flt, as_of, begun)
         by_neighbour = store.neighbour_candidates(by_keyword.windows(NEIGHBOUR_RADIUS), flt)
         candidates = Candidates.union([c for c in (by_vector, by_keyword, by_neighbour) if c is not None])
         if not len(candidates):
@@ -155,9 +203,10 @@ class SearchService(Service):
         as_of: datetime | None,
         min_similarity: float,
         spare: int = 0,
+        begun: _Begun | None = None,
     ) -> tuple[list[RankedHit], np.ndarray]:
         """alpha 1.0: the nearest memories by cosine similarity, nothing else."""
-        query_vector = self.query_vector(query)
+        query_vector = self.query_vector(query) if begun is None else begun.query_vector
         if as_of is not None:
             found = store.as_of_search(query_vector, limit + spare, flt, as_of)
         else:
@@ -169,12 +218,24 @@ class SearchService(Service):
         ]
         return hits, query_vector
 
-    def _searches(self, store, query: str, limit: int, alpha: float, flt: Filter | None, as_of: datetime | None):
+    def _searches(
+        self,
+        store,
+        query: str,
+        limit: int,
+        alpha: float,
+        flt: Filter | None,
+        as_of: datetime | None,
+        begun: _Begun | None = None,
+    ):
         """The query's vector and the two searches ranking fuses: by meaning (None at alpha 0.0) and by
         keywords (candidates and their BM25 scores), `search_depth(limit)` deep each."""
         depth = search_depth(limit)
-        keyword = self._keyword_search(store, query, 2 * depth, flt, store.version)
-        query_vector = self.query_vector(query)  # while the keyword search runs
+        if begun is not None and begun.keyword is not None:
+            keyword, query_vector = begun.keyword, begun.query_vector
+        else:
+            keyword = self._keyword_search(store, query, 2 * depth, flt, store.version)
+            query_vector = self.query_vector(query)  # while the keyword search runs
         by_vector = None
         if alpha > 0.0 and as_of is not None:
             # What was current then: current rows whose version existed, and retired states.
@@ -229,11 +290,13 @@ class SearchService(Service):
         if expand and as_of is not None:
             raise ValidationError("expand cannot be combined with as_of: relations and links are today's; drop one")
         namespace = where.get("namespace")
-        with self._resources.store().one_version():
-            pinned = self.pinned(namespace) if as_of is None else []
-            alpha = DEFAULT_PARAMS.alpha if hybrid_alpha is None else hybrid_alpha
+        store = self._resources.store()
+        alpha = DEFAULT_PARAMS.alpha if hybrid_alpha is None else hybrid_alpha
+        begun = self._begin(store, query, limit, alpha, where, pinned=as_of is None)
+        with store.one_version(begun.version):
+            pinned = begun.pinned
             wanted = limit + len(pinned)  # room for copies of another hit or of a pinned memory
-            hits, query_vector = self._ranked(query, limit=wanted, alpha=alpha, spare=wanted, **where)
+            hits, query_vector = self._ranked(query, limit=wanted, alpha=alpha, spare=wanted, begun=begun, **where)
         pinned_ids = {r.id for r in pinned}
         pinned_contents = {r.content for r in pinned}
         others = [h for h in hits if h.record.id not in pinned_ids and h.record.content not in pinned_contents]
@@ -305,8 +368,10 @@ class SearchService(Service):
     def hybrid_recall(
         self, query: str, *, alpha: float = 0.5, limit: int = 5, **where: Unpack[RecallFilters]
     ) -> HybridRecallResult:
-        with self._resources.store().one_version():
-            ranked, _ = self._ranked(query, limit=limit, alpha=alpha, spare=limit, **where)
+        store = self._resources.store()
+        begun = self._begin(store, query, limit, alpha, where, pinned=False)
+        with store.one_version(begun.version):
+            ranked, _ = self._ranked(query, limit=limit, alpha=alpha, spare=limit, begun=begun, **where)
         hits = _distinct(ranked, limit)
         self._resources.upkeep.record_access(h.record.id for h in hits)
         items = [
@@ -324,6 +389,11 @@ class SearchService(Service):
         return HybridRecallResult(
             query=query, alpha=float(alpha), memories=items, total=len(items), search_type=search_type
         )
+
+
+def _check_alpha(alpha: float) -> None:
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 <= alpha <= 1.0:
+        raise ValidationError("alpha must be a number from 0.0 (keyword only) to 1.0 (vector only)")
 
 
 def mark_weak(
