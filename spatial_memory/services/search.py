@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING, Unpack
 import numpy as np
 
 from .. import validation as check
-from ..algorithms.ranking import DEFAULT_PARAMS, CandidateArrays, TextFeatures, query_features, rank
+from ..algorithms.ranking import (
+    DEFAULT_PARAMS,
+    CandidateArrays,
+    RankingParams,
+    TextFeatures,
+    query_features,
+    rank,
+)
 from ..algorithms.relevance import WEAK_RULE, WeakRule, weak_hits
 from ..errors import MemoryNotFoundError, ValidationError
 from ..limits import MAX_CONTEXT, MAX_EXPAND
@@ -418,6 +425,10 @@ def _distinct(hits: list[RankedHit], limit: int) -> list[RankedHit]:
     return kept[:limit]
 
 
+# The ranking's parameters per alpha (made and checked once each: callers use a few alphas).
+_PARAMS: dict[float, RankingParams] = {}
+
+
 def _rank(
     query: str,
     query_vector: np.ndarray,
@@ -428,7 +439,7 @@ def _rank(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(order, scores, cosine similarities) of the candidates by `algorithms.ranking.rank`."""
     similarity = np.clip(candidates.vectors @ query_vector, 0.0, 1.0)
-    words, question, time_ref, stated_at = text_features.of(candidates.content)
+    words, question, time_ref, stated_at, form = text_features.all_of(candidates.content)
     arrays = CandidateArrays.build(
         similarity,
         [bm25.get(memory_id, np.nan) for memory_id in candidates.ids],
@@ -441,9 +452,13 @@ def _rank(
         time_ref=time_ref,
         stated_at=stated_at,
         vectors=candidates.vectors,
-        form=text_features.forms(candidates.content),
+        form=form,
     )
     speakers = {s for s in candidates.speaker if s}
-    params = dataclasses.replace(DEFAULT_PARAMS, alpha=float(alpha))
+    params = _PARAMS.get(alpha)
+    if params is None:
+        params = dataclasses.replace(DEFAULT_PARAMS, alpha=float(alpha))
+        if len(_PARAMS) < 64:  # a caller giving ever new alphas makes them each time
+            _PARAMS[alpha] = params
     order, scores = rank(query_features(query, speakers), arrays, params)
     return order, scores, similarity
