@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -153,6 +153,7 @@ class SearchService(Service):
         alpha: float = DEFAULT_PARAMS.alpha,
         spare: int = 0,
         begun: _Begun | None = None,
+        enough: Callable[[list[RankedHit]], bool] | None = None,
         **where: Unpack[RecallFilters],
     ) -> tuple[list[RankedHit], np.ndarray]:
         """The best memories for a query, by meaning, keywords and conversation context, and the
@@ -166,7 +167,9 @@ class SearchService(Service):
         With `as_of`, the memories current at that moment are searched instead (their versions then,
         memories superseded since included; keywords find only versions still current). `spare`
         more hits follow the best `limit` (ranked alike: the search depth is the limit's), for a
-        caller that drops some (`_distinct`). `begun`: what `_begin` started for this search.
+        caller that drops some (`_distinct`); with `enough`, they are left out when `enough` of the
+        best `limit` hits says the caller has what it needs from them (it then keeps no spare).
+        `begun`: what `_begin` started for this search.
         """
         check.query_text(query)
         _check_alpha(alpha)
@@ -187,18 +190,24 @@ class SearchService(Service):
         from_vector = set(by_vector.ids) if by_vector is not None else set()
         best_bm25 = max(bm25.values(), default=0.0)
         hits: list[RankedHit] = []
-        for i, record in zip(chosen, store.materialize(candidates, chosen), strict=True):
-            if record is None:  # deleted since the search
+        # The best `limit` first; the spares only when the caller's `enough` does not find enough
+        # among those (a record per hit is most of the hits' cost).
+        best, spares = (chosen[:limit], chosen[limit:]) if enough is not None else (chosen, [])
+        for batch in (best, spares):
+            if not batch or (batch is spares and enough is not None and enough(hits)):
                 continue
-            hits.append(
-                RankedHit(
-                    record=record,
-                    similarity=float(similarity[i]),
-                    vector_score=float(similarity[i]) if record.id in from_vector else None,
-                    fts_score=bm25[record.id] / best_bm25 if record.id in bm25 and best_bm25 > 0 else None,
-                    score=float(scores[i]),
+            for i, record in zip(batch, store.materialize(candidates, batch), strict=True):
+                if record is None:  # deleted since the search
+                    continue
+                hits.append(
+                    RankedHit(
+                        record=record,
+                        similarity=float(similarity[i]),
+                        vector_score=float(similarity[i]) if record.id in from_vector else None,
+                        fts_score=bm25[record.id] / best_bm25 if record.id in bm25 and best_bm25 > 0 else None,
+                        score=float(scores[i]),
+                    )
                 )
-            )
         return hits, query_vector
 
     def _by_meaning(
@@ -302,12 +311,24 @@ class SearchService(Service):
         begun = self._begin(store, query, limit, alpha, where, pinned=as_of is None)
         with store.one_version(begun.version):
             pinned = begun.pinned
+            pinned_ids = {r.id for r in pinned}
+            pinned_contents = {r.content for r in pinned}
+
+            def shown(found: list[RankedHit]) -> list[RankedHit]:
+                others = [h for h in found if h.record.id not in pinned_ids and h.record.content not in pinned_contents]
+                return _distinct(others, limit)
+
             wanted = limit + len(pinned)  # room for copies of another hit or of a pinned memory
-            hits, query_vector = self._ranked(query, limit=wanted, alpha=alpha, spare=wanted, begun=begun, **where)
-        pinned_ids = {r.id for r in pinned}
-        pinned_contents = {r.content for r in pinned}
-        others = [h for h in hits if h.record.id not in pinned_ids and h.record.content not in pinned_contents]
-        hits = _distinct(others, limit)
+            hits, query_vector = self._ranked(
+                query,
+                limit=wanted,
+                alpha=alpha,
+                spare=wanted,
+                begun=begun,
+                enough=lambda found: len(shown(found)) >= limit,
+                **where,
+            )
+        hits = shown(hits)
         firsts = [ScoredMemory(r, float(np.clip(np.dot(r.vector, query_vector), 0.0, 1.0))) for r in pinned]
         for first in firsts:
             first.record.vector = None
@@ -378,7 +399,15 @@ class SearchService(Service):
         store = self._resources.store()
         begun = self._begin(store, query, limit, alpha, where, pinned=False)
         with store.one_version(begun.version):
-            ranked, _ = self._ranked(query, limit=limit, alpha=alpha, spare=limit, begun=begun, **where)
+            ranked, _ = self._ranked(
+                query,
+                limit=limit,
+                alpha=alpha,
+                spare=limit,
+                begun=begun,
+                enough=lambda found: len(_distinct(found, limit)) >= limit,
+                **where,
+            )
         hits = _distinct(ranked, limit)
         self._resources.upkeep.record_access(h.record.id for h in hits)
         items = [
