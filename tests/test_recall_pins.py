@@ -14,13 +14,12 @@ LanceDB's own searches (a tag filter). Regenerate only for an intended change of
 from __future__ import annotations
 
 import json
-import sys
 import uuid
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
-from tests.test_ranking_pins import _Embedder, _memories
+from tests.test_ranking_pins import _Embedder, _memories, two_phases, write_pins
 
 SNAPSHOT = Path(__file__).resolve().parent / "snapshots" / "recall_pins.json"
 NOW = datetime(2024, 6, 1, 12, 0, tzinfo=timezone.utc)
@@ -77,10 +76,7 @@ def recall_output(path: Path) -> list[object]:
         store.add(memories)
         service = SearchService(resources)
         out: list[object] = []
-        for phase in range(2):
-            if phase == 1:  # rows written since the exact copy was loaded: rewritten ones and new ones
-                store.upsert(memories[::2])
-                store.add([replace(m, id=str(uuid.UUID(int=1000 + i))) for i, m in enumerate(memories[:30])])
+        for _ in two_phases(store, memories):
             for case in RECALLS:
                 args = dict(case)
                 out.append(service.recall(args.pop("query"), **args).model_dump(mode="json"))
@@ -101,17 +97,6 @@ def test_recall_results_are_pinned(tmp_path):
     assert len(got) == len(expected) == 2 * len(cases)
     for case, result, pinned in zip(cases + cases, got, expected, strict=True):
         assert result == pinned, case
-
-
-if __name__ == "__main__":
-    import tempfile
-
-    if "--write" not in sys.argv:
-        sys.exit("usage: PYTHONPATH=. python tests/test_recall_pins.py --write")
-    with tempfile.TemporaryDirectory() as tmp:
-        result = recall_output(Path(tmp) / "store")
-    SNAPSHOT.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"wrote {SNAPSHOT}: {len(result)} results")
 
 
 def test_rows_read_back_as_the_records_written():
@@ -135,3 +120,7 @@ def test_rows_read_back_as_the_records_written():
             assert replace(got, vector=None) == replace(want, vector=None, importance=stored)
     zone = pa.array([0], pa.timestamp("us", tz="UTC")).to_pylist()[0].tzinfo
     assert all(r.created_at.tzinfo is zone for r in rows_to_records(table))
+
+
+if __name__ == "__main__":
+    write_pins(recall_output, SNAPSHOT, "tests/test_recall_pins.py")

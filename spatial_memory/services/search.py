@@ -283,6 +283,27 @@ class SearchService(Service):
             self._pinned_cache.put(key, found)
         return [dataclasses.replace(r) for r in found]
 
+    def _hits(
+        self, query: str, limit: int, alpha: float, where: RecallFilters, *, pinned: bool
+    ) -> tuple[list[RankedHit], np.ndarray, list[MemoryRecord]]:
+        """recall's and hybrid_recall's hits: the best `limit` with distinct contents that are not
+        pinned memories (with `pinned`: read, and returned), the query's vector and the pinned
+        memories."""
+        store = self._resources.store()
+        begun = self._begin(store, query, limit, alpha, where, pinned=pinned)
+        wanted = limit + len(begun.pinned)  # room for copies of another hit or of a pinned memory
+        with store.one_version(begun.version):
+            hits, query_vector = self._ranked(
+                query,
+                limit=wanted,
+                alpha=alpha,
+                spare=wanted,
+                begun=begun,
+                enough=lambda found: len(_shown(found, begun.pinned, limit)) >= limit,
+                **where,
+            )
+        return _shown(hits, begun.pinned, limit), query_vector, begun.pinned
+
     def recall(
         self,
         query: str,
@@ -306,29 +327,8 @@ class SearchService(Service):
         if expand and as_of is not None:
             raise ValidationError("expand cannot be combined with as_of: relations and links are today's; drop one")
         namespace = where.get("namespace")
-        store = self._resources.store()
         alpha = DEFAULT_PARAMS.alpha if hybrid_alpha is None else hybrid_alpha
-        begun = self._begin(store, query, limit, alpha, where, pinned=as_of is None)
-        with store.one_version(begun.version):
-            pinned = begun.pinned
-            pinned_ids = {r.id for r in pinned}
-            pinned_contents = {r.content for r in pinned}
-
-            def shown(found: list[RankedHit]) -> list[RankedHit]:
-                others = [h for h in found if h.record.id not in pinned_ids and h.record.content not in pinned_contents]
-                return _distinct(others, limit)
-
-            wanted = limit + len(pinned)  # room for copies of another hit or of a pinned memory
-            hits, query_vector = self._ranked(
-                query,
-                limit=wanted,
-                alpha=alpha,
-                spare=wanted,
-                begun=begun,
-                enough=lambda found: len(shown(found)) >= limit,
-                **where,
-            )
-        hits = shown(hits)
+        hits, query_vector, pinned = self._hits(query, limit, alpha, where, pinned=as_of is None)
         firsts = [ScoredMemory(r, float(np.clip(np.dot(r.vector, query_vector), 0.0, 1.0))) for r in pinned]
         for first in firsts:
             first.record.vector = None
@@ -396,19 +396,7 @@ class SearchService(Service):
     def hybrid_recall(
         self, query: str, *, alpha: float = 0.5, limit: int = 5, **where: Unpack[RecallFilters]
     ) -> HybridRecallResult:
-        store = self._resources.store()
-        begun = self._begin(store, query, limit, alpha, where, pinned=False)
-        with store.one_version(begun.version):
-            ranked, _ = self._ranked(
-                query,
-                limit=limit,
-                alpha=alpha,
-                spare=limit,
-                begun=begun,
-                enough=lambda found: len(_distinct(found, limit)) >= limit,
-                **where,
-            )
-        hits = _distinct(ranked, limit)
+        hits, _, _ = self._hits(query, limit, alpha, where, pinned=False)
         self._resources.upkeep.record_access(h.record.id for h in hits)
         items = [
             HybridMemoryItem(
@@ -440,6 +428,12 @@ def mark_weak(
     query)."""
     for item, weak in zip(items, weak_hits(similarities, rule), strict=True):
         item.weak = weak
+
+
+def _shown(hits: list[RankedHit], pinned: list[MemoryRecord], limit: int) -> list[RankedHit]:
+    """The first `limit` hits that are not a pinned memory or a copy of one, with distinct contents."""
+    ids, contents = {r.id for r in pinned}, {r.content for r in pinned}
+    return _distinct([h for h in hits if h.record.id not in ids and h.record.content not in contents], limit)
 
 
 def _distinct(hits: list[RankedHit], limit: int) -> list[RankedHit]:
