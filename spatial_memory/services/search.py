@@ -88,19 +88,23 @@ class SearchService(Service):
         self._keyword_pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
 
+    def _pool(self) -> ThreadPoolExecutor:
+        """The keyword thread(s), started by the first search."""
+        with self._pool_lock:
+            if self._keyword_pool is None:
+                self._keyword_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="keyword-search")
+            return self._keyword_pool
+
     def _keyword_search(self, store: Store, query: str, limit: int, flt: Filter | None, version: int) -> Future:
         """The keyword search, started on a thread of its own: it needs no query vector, so it runs
         while the query is embedded (LanceDB and onnxruntime both leave the GIL). It reads the
         table at the search's version."""
-        with self._pool_lock:
-            if self._keyword_pool is None:
-                self._keyword_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="keyword-search")
 
         def search():
             with store.one_version(version):
                 return store.fts_candidates(query, limit, flt)
 
-        return self._keyword_pool.submit(search)
+        return self._pool().submit(search)
 
     def _begin(
         self, store: Store, query: str, limit: int, alpha: float, where: RecallFilters, *, pinned: bool
@@ -114,9 +118,6 @@ class SearchService(Service):
         as_of_moment(where), similarity_floor(where)  # checked now: a bad one starts nothing
         namespace = where.get("namespace")
         ready: Future = Future()
-        with self._pool_lock:
-            if self._keyword_pool is None:
-                self._keyword_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="keyword-search")
 
         def head():
             try:
@@ -132,7 +133,7 @@ class SearchService(Service):
                     ready.set_exception(exc)
                 raise
 
-        keyword = self._keyword_pool.submit(head)
+        keyword = self._pool().submit(head)
         query_vector = self.query_vector(query)  # while the version, pinned and keyword search come
         version, found = ready.result()
         return _Begun(version, found, keyword, query_vector)
