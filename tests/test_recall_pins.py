@@ -13,6 +13,7 @@ LanceDB's own searches (a tag filter). Regenerate only for an intended change of
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from dataclasses import replace
@@ -63,6 +64,19 @@ def _store_memories():
     return memories + twice
 
 
+def _compact(value: object) -> object:
+    """The results with each memory's content as a short digest (the snapshot stays small; the hits'
+    ids and every other field are there as they are)."""
+    if isinstance(value, dict):
+        return {
+            k: hashlib.blake2b(v.encode(), digest_size=8).hexdigest() if k == "content" else _compact(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_compact(v) for v in value]
+    return value
+
+
 def recall_output(path: Path) -> list[object]:
     """Per case, in order: recall's, hybrid_recall's and nearby's results as JSON."""
     from spatial_memory.config import Settings
@@ -85,7 +99,7 @@ def recall_output(path: Path) -> list[object]:
                 out.append(service.hybrid_recall(args.pop("query"), **args).model_dump(mode="json"))
             for i in NEARBY:
                 out.append(service.nearby(str(uuid.UUID(int=i)), limit=8).model_dump(mode="json"))
-        return out
+        return [_compact(result) for result in out]
     finally:
         resources.upkeep.stop()
 
