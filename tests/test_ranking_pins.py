@@ -112,6 +112,15 @@ def _memories():
     return records
 
 
+def two_phases(store, memories):
+    """Yields twice: on the store as written, then with rows written since the exact copy was loaded
+    (rewritten ones and new ones)."""
+    yield
+    store.upsert(memories[::2])
+    store.add([replace(m, id=str(uuid.UUID(int=1000 + i))) for i, m in enumerate(memories[:30])])
+    yield
+
+
 def ranking_output(path: Path) -> list[list[list[object]]]:
     """Per case: [id, score, similarity, vector_score, fts_score] of each hit, best first."""
     from spatial_memory.config import Settings
@@ -125,10 +134,7 @@ def ranking_output(path: Path) -> list[list[list[object]]]:
         store.add(memories)
         service = SearchService(resources)
         out = []
-        for phase in range(2):
-            if phase == 1:  # rows written since the exact copy was loaded: rewritten ones and new ones
-                store.upsert(memories[::2])
-                store.add([replace(m, id=str(uuid.UUID(int=1000 + i))) for i, m in enumerate(memories[:30])])
+        for _ in two_phases(store, memories):
             for case in CASES:
                 args = dict(case)
                 query = args.pop("query")
@@ -149,12 +155,17 @@ def test_ranking_output_is_pinned(tmp_path):
             assert hit[1:] == pin[1:], (case, hit, pin)
 
 
-if __name__ == "__main__":
+def write_pins(output, snapshot: Path, script: str) -> None:
+    """A pins test's --write: `output` on a fresh store, written to `snapshot`."""
     import tempfile
 
     if "--write" not in sys.argv:
-        sys.exit("usage: PYTHONPATH=. python tests/test_ranking_pins.py --write")
+        sys.exit(f"usage: PYTHONPATH=. python {script} --write")
     with tempfile.TemporaryDirectory() as tmp:
-        result = ranking_output(Path(tmp) / "store")
-    SNAPSHOT.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"wrote {SNAPSHOT}: {sum(map(len, result))} hits in {len(result)} cases")
+        result = output(Path(tmp) / "store")
+    snapshot.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {snapshot}: {len(result)} cases")
+
+
+if __name__ == "__main__":
+    write_pins(ranking_output, SNAPSHOT, "tests/test_ranking_pins.py")

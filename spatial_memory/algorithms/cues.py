@@ -192,27 +192,17 @@ def word_counts(texts: Iterable[str | None]) -> np.ndarray:
 
 
 class TextFeatures:
-    """`word_counts`, `asks_question`, `mentions_time` and `stated_times` of texts, each distinct text
-    worked out once and remembered (up to `max_texts`, then forgotten all at once): a server ranks the
-    same memories' texts query after query."""
+    """`word_counts`, `asks_question`, `mentions_time`, `stated_times` and `answer_forms` of texts, each
+    distinct text worked out once and remembered (up to `max_texts`, then forgotten all at once): a
+    server ranks the same memories' texts query after query."""
 
     def __init__(self, max_texts: int = 50_000) -> None:
         self._max = max_texts
-        self._known: dict[str | None, tuple[float, bool, bool, float]] = {}
-        self._forms: dict[str | None, float] = {}
+        # text -> (words, question, time_ref, stated_at, form), as floats (1.0 / 0.0 for the flags)
+        self._known: dict[str | None, tuple[float, float, float, float, float]] = {}
 
-    def forms(self, texts: Sequence[str | None]) -> np.ndarray:
-        """`answer_forms` of the texts, each distinct text worked out once (as `of`)."""
-        known = self._forms
-        new = [t for t in dict.fromkeys(texts) if t not in known]
-        if new:
-            if len(known) + len(new) > self._max:
-                known = self._forms = {}
-            known.update(zip(new, answer_forms(new).tolist()))
-        return np.array([known[t] for t in texts], dtype=np.float64)
-
-    def of(self, texts: Sequence[str | None]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(words, question, time_ref, stated_at) per text, as the four functions give them."""
+    def _rows(self, texts: Sequence[str | None]) -> np.ndarray:
+        """(len(texts), 5) float64: each text's features, in `_known`'s order."""
         known = self._known
         new = [t for t in dict.fromkeys(texts) if t not in known]
         if new:
@@ -220,15 +210,31 @@ class TextFeatures:
                 known = self._known = {}  # a new dict: a reader of the old one still finds its texts
             rows = zip(
                 word_counts(new).tolist(),
-                asks_question(new).tolist(),
-                mentions_time(new).tolist(),
+                asks_question(new).astype(np.float64).tolist(),
+                mentions_time(new).astype(np.float64).tolist(),
                 stated_times(new).tolist(),
+                answer_forms(new).tolist(),
             )
             known.update(zip(new, rows))
-        features = [known[t] for t in texts]
+        if not texts:
+            return np.zeros((0, 5))
+        return np.array([known[t] for t in texts], dtype=np.float64)
+
+    def forms(self, texts: Sequence[str | None]) -> np.ndarray:
+        """`answer_forms` of the texts."""
+        return self._rows(texts)[:, 4].copy()
+
+    def of(self, texts: Sequence[str | None]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(words, question, time_ref, stated_at) per text, as the four functions give them."""
+        return self.all_of(texts)[:4]
+
+    def all_of(self, texts: Sequence[str | None]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(words, question, time_ref, stated_at, form) per text: `of` and `forms` in one look-up."""
+        rows = self._rows(texts)
         return (
-            np.array([f[0] for f in features], dtype=np.float64),
-            np.array([f[1] for f in features], dtype=bool),
-            np.array([f[2] for f in features], dtype=bool),
-            np.array([f[3] for f in features], dtype=np.float64),
+            rows[:, 0].copy(),
+            rows[:, 1] != 0.0,
+            rows[:, 2] != 0.0,
+            rows[:, 3].copy(),
+            rows[:, 4].copy(),
         )

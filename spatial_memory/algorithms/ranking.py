@@ -130,6 +130,8 @@ def _vectors(values: np.ndarray | None, n: int) -> np.ndarray | None:
     arr = np.asarray(values, dtype=np.float32)
     if arr.ndim != 2 or arr.shape[0] != n:
         raise ValueError(f"vectors must be an (n, d) array for {n} candidates, got shape {arr.shape}")
+    if np.isfinite(arr).all():  # the usual case: no copy
+        return arr
     return np.nan_to_num(arr, nan=0.0, posinf=0.0, neginf=0.0)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING, Unpack
 import numpy as np
 
 from .. import validation as check
-from ..algorithms.ranking import DEFAULT_PARAMS, CandidateArrays, TextFeatures, query_features, rank
+from ..algorithms.ranking import (
+    DEFAULT_PARAMS,
+    CandidateArrays,
+    RankingParams,
+    TextFeatures,
+    query_features,
+    rank,
+)
 from ..algorithms.relevance import WEAK_RULE, WeakRule, weak_hits
 from ..errors import MemoryNotFoundError, ValidationError
 from ..limits import MAX_CONTEXT, MAX_EXPAND
@@ -60,6 +67,19 @@ class RankedHit:
     score: float  # what the hits are ordered by
 
 
+@dataclass
+class _Begun:
+    """What a ranked search starts before it embeds the query: the table version it reads (checked on
+    the keyword thread: a hand-off to LanceDB's event loop, beside the embedding instead of before
+    it), the namespace's pinned memories at that version, the keyword search (None at alpha 1.0) and
+    the query's vector."""
+
+    version: int
+    pinned: list[MemoryRecord]
+    keyword: Future | None
+    query_vector: np.ndarray
+
+
 class SearchService(Service):
     def __init__(self, resources) -> None:
         super().__init__(resources)
@@ -68,19 +88,55 @@ class SearchService(Service):
         self._keyword_pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
 
+    def _pool(self) -> ThreadPoolExecutor:
+        """The keyword thread(s), started by the first search."""
+        with self._pool_lock:
+            if self._keyword_pool is None:
+                self._keyword_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="keyword-search")
+            return self._keyword_pool
+
     def _keyword_search(self, store: Store, query: str, limit: int, flt: Filter | None, version: int) -> Future:
         """The keyword search, started on a thread of its own: it needs no query vector, so it runs
         while the query is embedded (LanceDB and onnxruntime both leave the GIL). It reads the
         table at the search's version."""
-        with self._pool_lock:
-            if self._keyword_pool is None:
-                self._keyword_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="keyword-search")
 
         def search():
             with store.one_version(version):
                 return store.fts_candidates(query, limit, flt)
 
-        return self._keyword_pool.submit(search)
+        return self._pool().submit(search)
+
+    def _begin(
+        self, store: Store, query: str, limit: int, alpha: float, where: RecallFilters, *, pinned: bool
+    ) -> _Begun:
+        """Check the table version, read the pinned memories (with `pinned`; they add to the search
+        depth) and start the keyword search `search_depth` deep for the limit and the pinned, all on the
+        keyword thread, while this thread embeds the query. Arguments are checked first."""
+        check.query_text(query)
+        _check_alpha(alpha)
+        flt = store_filter(where)
+        as_of_moment(where), similarity_floor(where)  # checked now: a bad one starts nothing
+        namespace = where.get("namespace")
+        ready: Future = Future()
+
+        def head():
+            try:
+                version = store.version
+                with store.one_version(version):
+                    found = self.pinned(namespace) if pinned else []
+                    ready.set_result((version, found))
+                    if alpha >= 1.0:
+                        return None
+                    return store.fts_candidates(query, 2 * search_depth(limit + len(found)), flt)
+            except BaseException as exc:
+                if not ready.done():
+                    ready.set_exception(exc)
+                raise
+
+        keyword = self._pool().submit(head)
+        query_vector = self.query_vector(query)  # while the version, pinned and keyword search come
+        version, found = ready.result()
+        return _Begun(version, found, keyword, query_vector)
 
     def ranked(
         self, query: str, *, limit: int, alpha: float = DEFAULT_PARAMS.alpha, **where: Unpack[RecallFilters]
@@ -97,6 +153,8 @@ class SearchService(Service):
         limit: int,
         alpha: float = DEFAULT_PARAMS.alpha,
         spare: int = 0,
+        begun: _Begun | None = None,
+        enough: Callable[[list[RankedHit]], bool] | None = None,
         **where: Unpack[RecallFilters],
     ) -> tuple[list[RankedHit], np.ndarray]:
         """The best memories for a query, by meaning, keywords and conversation context, and the
@@ -110,18 +168,19 @@ class SearchService(Service):
         With `as_of`, the memories current at that moment are searched instead (their versions then,
         memories superseded since included; keywords find only versions still current). `spare`
         more hits follow the best `limit` (ranked alike: the search depth is the limit's), for a
-        caller that drops some (`_distinct`).
+        caller that drops some (`_distinct`); with `enough`, they are left out when `enough` of the
+        best `limit` hits says the caller has what it needs from them (it then keeps no spare).
+        `begun`: what `_begin` started for this search.
         """
         check.query_text(query)
-        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 <= alpha <= 1.0:
-            raise ValidationError("alpha must be a number from 0.0 (keyword only) to 1.0 (vector only)")
+        _check_alpha(alpha)
         flt = store_filter(where)
         as_of = as_of_moment(where)
         min_similarity = similarity_floor(where)
         store = self._resources.store()
         if alpha >= 1.0:
-            return self._by_meaning(store, query, limit, flt, as_of, min_similarity, spare)
-        query_vector, by_vector, by_keyword, bm25_scores = self._searches(store, query, limit, alpha, flt, as_of)
+            return self._by_meaning(store, query, limit, flt, as_of, min_similarity, spare, begun)
+        query_vector, by_vector, by_keyword, bm25_scores = self._searches(store, query, limit, alpha, flt, as_of, begun)
         by_neighbour = store.neighbour_candidates(by_keyword.windows(NEIGHBOUR_RADIUS), flt)
         candidates = Candidates.union([c for c in (by_vector, by_keyword, by_neighbour) if c is not None])
         if not len(candidates):
@@ -132,18 +191,24 @@ class SearchService(Service):
         from_vector = set(by_vector.ids) if by_vector is not None else set()
         best_bm25 = max(bm25.values(), default=0.0)
         hits: list[RankedHit] = []
-        for i, record in zip(chosen, store.materialize(candidates, chosen), strict=True):
-            if record is None:  # deleted since the search
+        # The best `limit` first; the spares only when the caller's `enough` does not find enough
+        # among those (a record per hit is most of the hits' cost).
+        best, spares = (chosen[:limit], chosen[limit:]) if enough is not None else (chosen, [])
+        for batch in (best, spares):
+            if not batch or (batch is spares and enough is not None and enough(hits)):
                 continue
-            hits.append(
-                RankedHit(
-                    record=record,
-                    similarity=float(similarity[i]),
-                    vector_score=float(similarity[i]) if record.id in from_vector else None,
-                    fts_score=bm25[record.id] / best_bm25 if record.id in bm25 and best_bm25 > 0 else None,
-                    score=float(scores[i]),
+            for i, record in zip(batch, store.materialize(candidates, batch), strict=True):
+                if record is None:  # deleted since the search
+                    continue
+                hits.append(
+                    RankedHit(
+                        record=record,
+                        similarity=float(similarity[i]),
+                        vector_score=float(similarity[i]) if record.id in from_vector else None,
+                        fts_score=bm25[record.id] / best_bm25 if record.id in bm25 and best_bm25 > 0 else None,
+                        score=float(scores[i]),
+                    )
                 )
-            )
         return hits, query_vector
 
     def _by_meaning(
@@ -155,9 +220,10 @@ class SearchService(Service):
         as_of: datetime | None,
         min_similarity: float,
         spare: int = 0,
+        begun: _Begun | None = None,
     ) -> tuple[list[RankedHit], np.ndarray]:
         """alpha 1.0: the nearest memories by cosine similarity, nothing else."""
-        query_vector = self.query_vector(query)
+        query_vector = self.query_vector(query) if begun is None else begun.query_vector
         if as_of is not None:
             found = store.as_of_search(query_vector, limit + spare, flt, as_of)
         else:
@@ -169,12 +235,24 @@ class SearchService(Service):
         ]
         return hits, query_vector
 
-    def _searches(self, store, query: str, limit: int, alpha: float, flt: Filter | None, as_of: datetime | None):
+    def _searches(
+        self,
+        store,
+        query: str,
+        limit: int,
+        alpha: float,
+        flt: Filter | None,
+        as_of: datetime | None,
+        begun: _Begun | None = None,
+    ):
         """The query's vector and the two searches ranking fuses: by meaning (None at alpha 0.0) and by
         keywords (candidates and their BM25 scores), `search_depth(limit)` deep each."""
         depth = search_depth(limit)
-        keyword = self._keyword_search(store, query, 2 * depth, flt, store.version)
-        query_vector = self.query_vector(query)  # while the keyword search runs
+        if begun is not None and begun.keyword is not None:
+            keyword, query_vector = begun.keyword, begun.query_vector
+        else:
+            keyword = self._keyword_search(store, query, 2 * depth, flt, store.version)
+            query_vector = self.query_vector(query)  # while the keyword search runs
         by_vector = None
         if alpha > 0.0 and as_of is not None:
             # What was current then: current rows whose version existed, and retired states.
@@ -206,6 +284,27 @@ class SearchService(Service):
             self._pinned_cache.put(key, found)
         return [dataclasses.replace(r) for r in found]
 
+    def _hits(
+        self, query: str, limit: int, alpha: float, where: RecallFilters, *, pinned: bool
+    ) -> tuple[list[RankedHit], np.ndarray, list[MemoryRecord]]:
+        """recall's and hybrid_recall's hits: the best `limit` with distinct contents that are not
+        pinned memories (with `pinned`: read, and returned), the query's vector and the pinned
+        memories."""
+        store = self._resources.store()
+        begun = self._begin(store, query, limit, alpha, where, pinned=pinned)
+        wanted = limit + len(begun.pinned)  # room for copies of another hit or of a pinned memory
+        with store.one_version(begun.version):
+            hits, query_vector = self._ranked(
+                query,
+                limit=wanted,
+                alpha=alpha,
+                spare=wanted,
+                begun=begun,
+                enough=lambda found: len(_shown(found, begun.pinned, limit)) >= limit,
+                **where,
+            )
+        return _shown(hits, begun.pinned, limit), query_vector, begun.pinned
+
     def recall(
         self,
         query: str,
@@ -229,15 +328,8 @@ class SearchService(Service):
         if expand and as_of is not None:
             raise ValidationError("expand cannot be combined with as_of: relations and links are today's; drop one")
         namespace = where.get("namespace")
-        with self._resources.store().one_version():
-            pinned = self.pinned(namespace) if as_of is None else []
-            alpha = DEFAULT_PARAMS.alpha if hybrid_alpha is None else hybrid_alpha
-            wanted = limit + len(pinned)  # room for copies of another hit or of a pinned memory
-            hits, query_vector = self._ranked(query, limit=wanted, alpha=alpha, spare=wanted, **where)
-        pinned_ids = {r.id for r in pinned}
-        pinned_contents = {r.content for r in pinned}
-        others = [h for h in hits if h.record.id not in pinned_ids and h.record.content not in pinned_contents]
-        hits = _distinct(others, limit)
+        alpha = DEFAULT_PARAMS.alpha if hybrid_alpha is None else hybrid_alpha
+        hits, query_vector, pinned = self._hits(query, limit, alpha, where, pinned=as_of is None)
         firsts = [ScoredMemory(r, float(np.clip(np.dot(r.vector, query_vector), 0.0, 1.0))) for r in pinned]
         for first in firsts:
             first.record.vector = None
@@ -305,9 +397,7 @@ class SearchService(Service):
     def hybrid_recall(
         self, query: str, *, alpha: float = 0.5, limit: int = 5, **where: Unpack[RecallFilters]
     ) -> HybridRecallResult:
-        with self._resources.store().one_version():
-            ranked, _ = self._ranked(query, limit=limit, alpha=alpha, spare=limit, **where)
-        hits = _distinct(ranked, limit)
+        hits, _, _ = self._hits(query, limit, alpha, where, pinned=False)
         self._resources.upkeep.record_access(h.record.id for h in hits)
         items = [
             HybridMemoryItem(
@@ -326,6 +416,11 @@ class SearchService(Service):
         )
 
 
+def _check_alpha(alpha: float) -> None:
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 <= alpha <= 1.0:
+        raise ValidationError("alpha must be a number from 0.0 (keyword only) to 1.0 (vector only)")
+
+
 def mark_weak(
     items: Sequence[MemoryItem] | Sequence[ProcedureItem], similarities: Sequence[float], rule: WeakRule = WEAK_RULE
 ) -> None:
@@ -334,6 +429,12 @@ def mark_weak(
     query)."""
     for item, weak in zip(items, weak_hits(similarities, rule), strict=True):
         item.weak = weak
+
+
+def _shown(hits: list[RankedHit], pinned: list[MemoryRecord], limit: int) -> list[RankedHit]:
+    """The first `limit` hits that are not a pinned memory or a copy of one, with distinct contents."""
+    ids, contents = {r.id for r in pinned}, {r.content for r in pinned}
+    return _distinct([h for h in hits if h.record.id not in ids and h.record.content not in contents], limit)
 
 
 def _distinct(hits: list[RankedHit], limit: int) -> list[RankedHit]:
@@ -348,6 +449,10 @@ def _distinct(hits: list[RankedHit], limit: int) -> list[RankedHit]:
     return kept[:limit]
 
 
+# The ranking's parameters per alpha (made and checked once each: callers use a few alphas).
+_PARAMS: dict[float, RankingParams] = {}
+
+
 def _rank(
     query: str,
     query_vector: np.ndarray,
@@ -358,7 +463,7 @@ def _rank(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(order, scores, cosine similarities) of the candidates by `algorithms.ranking.rank`."""
     similarity = np.clip(candidates.vectors @ query_vector, 0.0, 1.0)
-    words, question, time_ref, stated_at = text_features.of(candidates.content)
+    words, question, time_ref, stated_at, form = text_features.all_of(candidates.content)
     arrays = CandidateArrays.build(
         similarity,
         [bm25.get(memory_id, np.nan) for memory_id in candidates.ids],
@@ -371,9 +476,13 @@ def _rank(
         time_ref=time_ref,
         stated_at=stated_at,
         vectors=candidates.vectors,
-        form=text_features.forms(candidates.content),
+        form=form,
     )
     speakers = {s for s in candidates.speaker if s}
-    params = dataclasses.replace(DEFAULT_PARAMS, alpha=float(alpha))
+    params = _PARAMS.get(alpha)
+    if params is None:
+        params = dataclasses.replace(DEFAULT_PARAMS, alpha=float(alpha))
+        if len(_PARAMS) < 64:  # a caller giving ever new alphas makes them each time
+            _PARAMS[alpha] = params
     order, scores = rank(query_features(query, speakers), arrays, params)
     return order, scores, similarity

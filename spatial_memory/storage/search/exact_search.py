@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from copy import copy
 from dataclasses import replace
 from datetime import datetime
 
@@ -166,19 +167,20 @@ class ExactSearch:
         by_id = {r.id: r for r in rows_to_records(snap.summary.take(loaded))} if loaded else {}
         by_id.update(self.index.kept([i for i in wanted if i not in by_id]))
         missing = [row for row in rows if snap.ids[row] not in by_id]
-        fresh = self._read_missing(snap, missing)
-        if fresh is None:
-            return None
-        wanted_ids = set(wanted)
-        fresh = [r for r in fresh if r.id in wanted_ids]
-        self.index.keep(snap, fresh)
-        by_id.update((r.id, r) for r in fresh)
-        if any(i not in by_id for i in wanted):
-            return None
+        if missing:  # (the usual recall has none: no read, no wait for the copy's lock)
+            fresh = self._read_missing(snap, missing)
+            if fresh is None:
+                return None
+            wanted_ids = set(wanted)
+            fresh = [r for r in fresh if r.id in wanted_ids]
+            self.index.keep(snap, fresh)
+            by_id.update((r.id, r) for r in fresh)
+            if any(i not in by_id for i in wanted):
+                return None
         # Copies, so a caller changing a record never changes the kept one. The copy's vectors
         # are the stored ones (the same float32 values).
         if not with_vectors:
-            return [replace(by_id[i]) for i in wanted]
+            return [copy(by_id[i]) for i in wanted]
         return [replace(by_id[i], vector=snap.vectors[row].copy()) for i, row in zip(wanted, rows)]
 
     def _read_missing(self, snap: Snapshot, rows: list[int]) -> list[MemoryRecord] | None:
