@@ -70,7 +70,7 @@ def _json(data: dict[str, Any]) -> str:
 def success(result: pydantic.BaseModel) -> CallToolResult:
     """The whole result as structured content, its lean form (tools/lean.py) as the text."""
     data = result.model_dump(mode="json")
-    return CallToolResult(content=[TextContent(type="text", text=_json(lean(result)))], structured_content=data)
+    return CallToolResult(content=[TextContent(type="text", text=_json(lean(result, data)))], structured_content=data)
 
 
 def with_picture(out: CallToolResult, uri: str = "memory://map.svg") -> CallToolResult:
