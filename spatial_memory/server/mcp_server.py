@@ -24,6 +24,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
+from mcp.types import CallToolResult
 
 from ..auth.principal import current_scope
 from ..errors import PermissionDeniedError, SpatialMemoryError, ValidationError
@@ -66,7 +67,9 @@ class SpatialMemoryMCPServer(MCPServer):
             except PermissionDeniedError as exc:
                 return failure(exc)
         try:
-            return await super().call_tool(name, arguments, context)
+            if context is None:  # not through a session (the SDK makes a bare context)
+                return await super().call_tool(name, arguments, context)
+            result = await self._tool_manager.call_tool(name, arguments, context)
         except RecursionError:
             return failure(ValidationError("Invalid arguments: nested too deeply"))
         except ToolError as exc:
@@ -77,6 +80,15 @@ class SpatialMemoryMCPServer(MCPServer):
                 return failure(cause)
             if str(exc).startswith("Unknown tool"):
                 return failure(ValidationError(describe_unknown_tool(name, list(self._schemas))))
+            return internal_failure(name)
+        if isinstance(result, CallToolResult):
+            # What every tool returns (tools/calls.py): structured content that is its typed result's
+            # own dump, so the SDK's converting it (super().call_tool) would only validate it against
+            # the same model a second time, on the event loop; clients validate it themselves.
+            return result
+        try:  # pragma: no cover - no tool returns anything else today
+            return self._tool_manager.get_tool(name).fn_metadata.convert_result(result)
+        except Exception:  # noqa: BLE001 - a result the SDK cannot convert is still a typed error
             return internal_failure(name)
 
     def __init__(self, *args: Any, tools: list[Tool], **kwargs: Any) -> None:

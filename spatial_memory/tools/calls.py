@@ -10,6 +10,7 @@ InternalError with a short reference id, its traceback going to stderr only.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import sys
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import pydantic
+import pydantic_core
 from mcp.types import CallToolResult, EmbeddedResource, TextContent, TextResourceContents, ToolAnnotations
 
 from ..auth.principal import current_scope
@@ -67,10 +69,19 @@ def _json(data: dict[str, Any]) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
+def _size(data: dict[str, Any]) -> int:
+    """The bytes of `data` as compact JSON (pydantic's serializer: several times json's speed; a
+    string it cannot encode, such as an echoed lone surrogate, is measured by json)."""
+    try:
+        return len(pydantic_core.to_json(data))
+    except pydantic_core.PydanticSerializationError:
+        return len(_json(data).encode("utf-8", "surrogatepass"))
+
+
 def success(result: pydantic.BaseModel) -> CallToolResult:
     """The whole result as structured content, its lean form (tools/lean.py) as the text."""
     data = result.model_dump(mode="json")
-    return CallToolResult(content=[TextContent(type="text", text=_json(lean(result)))], structured_content=data)
+    return CallToolResult(content=[TextContent(type="text", text=_json(lean(result, data)))], structured_content=data)
 
 
 def with_picture(out: CallToolResult, uri: str = "memory://map.svg") -> CallToolResult:
@@ -154,8 +165,44 @@ def in_worker(fn: Callable[[App], R]) -> Callable[[App], R]:
 
 async def _run_with_progress(fn: Work, app: App, ctx: Context, note: str | None) -> pydantic.BaseModel:
     # Every call: whether the client asked for progress is the SDK's to know (a token over JSON-RPC,
-    # a callback in process); ctx.report_progress sends nothing when it did not.
+    # a callback in process); ctx.report_progress sends nothing when it did not. Without a `note`
+    # (a heartbeat from the start), the sender starts only when the work first reports progress:
+    # most calls report none, and then cost no task beside the worker's.
     fn = in_worker(fn)
+    if note is not None:
+        return await _run_with_heartbeat(fn, app, ctx, note)
+    loop = asyncio.get_running_loop()
+    finished = anyio.Event()
+    sender: asyncio.Task[None] | None = None
+
+    def start_sender() -> None:  # on the event loop
+        nonlocal sender
+        if sender is None and not finished.is_set():
+            sender = loop.create_task(_send_progress(ctx, progress, None, finished))
+
+    def first_report() -> None:  # in the worker
+        try:
+            loop.call_soon_threadsafe(start_sender)
+        except RuntimeError:  # the loop is closed: an abandoned worker outlived its session
+            pass
+
+    with progress_scope(first_report) as progress:  # bound before the worker starts: it inherits it
+        try:
+            outcome = await anyio.to_thread.run_sync(fn, app, abandon_on_cancel=True)
+        except BaseException:
+            finished.set()
+            if sender is not None:
+                sender.cancel()
+            raise
+        finished.set()
+        if sender is not None:
+            # The last progress is sent before the result: the worker's first report reached the
+            # loop before its return did, so the sender it asked for exists by now.
+            await sender
+    return outcome
+
+
+async def _run_with_heartbeat(fn: Work, app: App, ctx: Context, note: str) -> pydantic.BaseModel:
     outcome: pydantic.BaseModel | None = None
     error: BaseException | None = None
     async with anyio.create_task_group() as group:
@@ -222,15 +269,16 @@ async def full_ids(ctx: Context, arguments: dict[str, Any], names: Sequence[str]
 
 
 async def _call(app: App, ctx: Context, fn: Work, progress: str | None) -> CallToolResult:
+    limit = app.resources.settings.max_result_bytes
     with request_scope() as cancelled:
         try:
             # A cancelled request (or a client that closed the pipe) returns at once instead of
             # waiting for its worker; the token makes the worker stop before any commit it has
             # not started yet, so nothing is written for a client that is gone.
-            # The result is turned into what is sent (its lean text, its structured content) in the
-            # worker too: CPU work the event loop need not wait on (a result that cannot be
-            # serialized is still a typed error, below).
-            result = await _run_with_progress(lambda a: success(fn(a)), app, ctx, progress)
+            # The result is turned into what is sent (its lean text, its structured content) and
+            # measured against the size limit in the worker too: CPU work the event loop need not
+            # wait on (a result that cannot be serialized is still a typed error, below).
+            result = await _run_with_progress(lambda a: _bounded(success(fn(a)), limit), app, ctx, progress)
         except anyio.get_cancelled_exc_class():
             cancelled.set()
             raise
@@ -240,16 +288,15 @@ async def _call(app: App, ctx: Context, fn: Work, progress: str | None) -> CallT
         except Exception:  # noqa: BLE001 - the one place unexpected errors are caught
             return internal_failure(getattr(fn, "__qualname__", "tool"))
     assert isinstance(result, CallToolResult)  # success() made it, in the worker
-    return _bounded(result, app.resources.settings.max_result_bytes)
+    return result
 
 
 def _bounded(out: CallToolResult, limit: int) -> CallToolResult:
     # The whole result (structured content) is what is sent and held: the lean text is smaller.
-    whole = _json(out.structured_content) if out.structured_content is not None else None
-    text = out.content[0]
-    if whole is None:
-        whole = text.text if isinstance(text, TextContent) else ""
-    size = len(whole.encode("utf-8", "surrogatepass"))
+    size = _size(out.structured_content) if out.structured_content is not None else None
+    if size is None:
+        text = out.content[0]
+        size = len((text.text if isinstance(text, TextContent) else "").encode("utf-8", "surrogatepass"))
     if size <= limit:
         return out
     return failure(

@@ -80,9 +80,10 @@ def is_short_id(value: str) -> bool:
     return _PREFIX.match(value) is not None and _UUID.match(value) is None
 
 
-def lean(result: BaseModel) -> dict[str, Any]:
-    """The lean form of a typed tool result (see the module docstring)."""
-    return _model(result, result.model_dump(mode="json"), top=True)
+def lean(result: BaseModel, dumped: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The lean form of a typed tool result (see the module docstring); `dumped`, when given, is
+    its `model_dump(mode="json")` already made (the structured content), so it is not made twice."""
+    return _model(result, result.model_dump(mode="json") if dumped is None else dumped, top=True)
 
 
 @dataclass(frozen=True)
@@ -93,26 +94,44 @@ class _Field:
     shown: bool  # not FOR_PROGRAMS
     ids_only: bool  # BY_ID
     default: Any  # its default as JSON (_NO_DEFAULT: a required field)
+    store_default: Any  # STORE_DEFAULTS' value for it (_NO_DEFAULT: none)
+    opaque: bool  # OPAQUE_FIELDS: passed as it is
+    weak_kept: bool  # WEAK_FIELDS: kept for a weak hit
 
 
-_PLANS: dict[type[BaseModel], tuple[_Field, ...]] = {}
+@dataclass(frozen=True)
+class _Plan:
+    """What the lean form does with a result type: its fields, and the field-to-field rules that
+    can apply to it (SAME_AS pairs both of whose fields it has; whether it has a COUNT_FIELDS one)."""
+
+    fields: tuple[_Field, ...]
+    same_as: tuple[tuple[str, str], ...]
+    counts: bool
 
 
-def _plan(cls: type[BaseModel]) -> tuple[_Field, ...]:
-    """Each field of a result type with what the lean form does with it, worked out once per type
-    (a default factory is called once: results' factories build empty lists and dicts)."""
+_PLANS: dict[type[BaseModel], _Plan] = {}
+
+
+def _plan(cls: type[BaseModel]) -> _Plan:
+    """What the lean form does with each field of a result type, worked out once per type (a default
+    factory is called once: results' factories build empty lists and dicts)."""
     plan = _PLANS.get(cls)
     if plan is None:
-        plan = tuple(
+        names = cls.model_fields.keys()
+        fields = tuple(
             _Field(
                 name,
                 shown=not for_programs(info.metadata),
                 ids_only=by_id(info.metadata),
                 default=_NO_DEFAULT if info.is_required() else _as_json(info.get_default(call_default_factory=True)),
+                store_default=STORE_DEFAULTS.get(name, _NO_DEFAULT),
+                opaque=name in OPAQUE_FIELDS,
+                weak_kept=name in WEAK_FIELDS,
             )
             for name, info in cls.model_fields.items()
         )
-        _PLANS[cls] = plan
+        same_as = tuple((name, other) for name, other in SAME_AS.items() if name in names and other in names)
+        plan = _PLANS[cls] = _Plan(fields, same_as, counts=not COUNT_FIELDS.isdisjoint(names))
     return plan
 
 
@@ -121,27 +140,31 @@ def _as_json(default: Any) -> Any:
 
 
 def _model(model: BaseModel, dumped: dict[str, Any], *, top: bool = False) -> dict[str, Any]:
+    plan = _plan(type(model))
     weak = getattr(model, "weak", False) is True
     out: dict[str, Any] = {}
-    for field in _plan(type(model)):
+    for field in plan.fields:
+        if not field.shown or (weak and not field.weak_kept):
+            continue
         name = field.name
-        if not field.shown or (weak and name not in WEAK_FIELDS):
-            continue
         value = dumped.get(name)
-        if field.default is not _NO_DEFAULT and _same(value, field.default):
+        if value is None or (field.default is not _NO_DEFAULT and _same(value, field.default)):
             continue
-        if value is None or (not top and value in ([], {})) or _same(value, STORE_DEFAULTS.get(name)):
+        if (not top and value in ([], {})) or (
+            field.store_default is not _NO_DEFAULT and _same(value, field.store_default)
+        ):
             continue
         if field.ids_only and isinstance(value, list):
             out[name] = [short_id(m["id"]) if isinstance(m, dict) else m for m in value]
         else:
-            out[name] = value if name in OPAQUE_FIELDS else _value(getattr(model, name), value, name)
-    for name, other in SAME_AS.items():
+            out[name] = value if field.opaque else _value(getattr(model, name), value, name)
+    for name, other in plan.same_as:
         if name in out and out[name] == out.get(other):
             del out[name]
-    lengths = {len(v) for v in out.values() if isinstance(v, list)}
-    for name in [n for n in out if n in COUNT_FIELDS and len(lengths) == 1 and out[n] in lengths]:
-        del out[name]  # the length of the list beside it
+    if plan.counts:
+        lengths = {len(v) for v in out.values() if isinstance(v, list)}
+        for name in [n for n in out if n in COUNT_FIELDS and len(lengths) == 1 and out[n] in lengths]:
+            del out[name]  # the length of the list beside it
     return out
 
 
@@ -152,9 +175,10 @@ def _value(original: Any, value: Any, name: str) -> Any:
         items = original if isinstance(original, list) and len(original) == len(value) else value
         shown = [_value(o, v, name) for o, v in zip(items, value, strict=True)]
         for place, item in enumerate(shown):
-            for ordinal in ORDINAL_FIELDS & (item.keys() if isinstance(item, dict) else set()):
-                if item[ordinal] == place:
-                    del item[ordinal]
+            if isinstance(item, dict):
+                for ordinal in ORDINAL_FIELDS:
+                    if ordinal in item and item[ordinal] == place:
+                        del item[ordinal]
         return shown
     if isinstance(value, dict):
         return {k: v if k in OPAQUE_FIELDS else _value(v, v, k) for k, v in value.items()}

@@ -13,7 +13,7 @@ model's "texts embedded" of one group, and every value sent grows, as MCP requir
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -27,10 +27,13 @@ class Reported:
 
 
 class Progress:
-    def __init__(self) -> None:
+    """`on_first_report`, if given, is called (in the reporting thread) when the work first reports."""
+
+    def __init__(self, on_first_report: Callable[[], object] | None = None) -> None:
         self._lock = threading.Lock()
         self._source: str | None = None
         self._latest: Reported | None = None
+        self._on_first_report = on_first_report
 
     def report(self, done: float, total: float | None, message: str | None, source: str) -> None:
         with self._lock:
@@ -40,7 +43,10 @@ class Progress:
                 return
             if self._latest is not None and done <= self._latest.done:
                 return  # progress only grows
+            first = self._latest is None
             self._latest = Reported(float(done), None if total is None else float(total), message)
+        if first and self._on_first_report is not None:
+            self._on_first_report()
 
     @property
     def latest(self) -> Reported | None:
@@ -52,9 +58,9 @@ _progress: ContextVar[Progress | None] = ContextVar("spatial_memory_request_prog
 
 
 @contextmanager
-def progress_scope() -> Iterator[Progress]:
+def progress_scope(on_first_report: Callable[[], object] | None = None) -> Iterator[Progress]:
     """Bind a fresh Progress to the current context (and the threads it runs work in)."""
-    progress = Progress()
+    progress = Progress(on_first_report)
     reset = _progress.set(progress)
     try:
         yield progress
