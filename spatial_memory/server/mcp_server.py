@@ -86,8 +86,11 @@ class SpatialMemoryMCPServer(MCPServer):
             # own dump, so the SDK's converting it (super().call_tool) would only validate it against
             # the same model a second time, on the event loop; clients validate it themselves.
             return result
+        tool = self._tool_manager.get_tool(name)
+        if tool is None:  # pragma: no cover - it was found to be called
+            return internal_failure(name)
         try:  # pragma: no cover - no tool returns anything else today
-            return self._tool_manager.get_tool(name).fn_metadata.convert_result(result)
+            return tool.fn_metadata.convert_result(result)
         except Exception:  # noqa: BLE001 - a result the SDK cannot convert is still a typed error
             return internal_failure(name)
 
