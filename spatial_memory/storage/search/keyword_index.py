@@ -53,10 +53,12 @@ class KeywordIndex:
             return None
         if not words or limit <= 0 or snap.n == 0:
             return []
-        with self._lock:  # the arrays grow under it, and numpy reads their buffers
+        # Copies, not views, of the growing arrays: an append while a view of one exists raises
+        # BufferError in the thread extending the postings, and a view could outlive the lock.
+        with self._lock:
             postings = self._covering(snap)
             alive = snap.alive[: snap.n]
-            lengths = np.frombuffer(postings.lengths, dtype=np.int32)[: snap.n]
+            lengths = np.array(postings.lengths[: snap.n], dtype=np.int32)
             documents = int(np.count_nonzero(alive))
             if documents == 0:
                 return []
@@ -66,8 +68,8 @@ class KeywordIndex:
                 term = postings.vocabulary.get(word)
                 if term is None:
                     continue
-                rows = np.frombuffer(postings.postings[term], dtype=np.int32)
-                counts = np.frombuffer(postings.frequencies[term], dtype=np.int32)
+                rows = np.array(postings.postings[term], dtype=np.int32)
+                counts = np.array(postings.frequencies[term], dtype=np.int32)
                 if rows.size and rows[-1] >= snap.n:  # rows of a later snapshot of the same load
                     kept = rows < snap.n
                     rows, counts = rows[kept], counts[kept]
