@@ -112,8 +112,14 @@ class FullTextSearch:
         index = self._index()
         if index is None:
             return True
+        if not rebuild_outdated:
+            return False
+        # Only an index whose details say which stop words it dropped is judged: a LanceDB that does
+        # not report them would otherwise have every compaction rebuild the whole index.
         details = getattr(index, "index_details", None) or {}
-        return rebuild_outdated and details.get("custom_stop_words") != FTS_OPTIONS["custom_stop_words"]
+        if "custom_stop_words" not in details:
+            return False
+        return set(details["custom_stop_words"] or ()) != STOP_WORDS
 
     def search(
         self, text: str, limit: int, flt: Filter | None = None, *, with_vectors: bool = False
