@@ -380,3 +380,30 @@ def test_keyword_hits_by_row_address_are_lancedbs(tmp_path):
             expected = dict(lance_keywords(tmp_path / "db", query, 100, namespace))
             assert dict(zip(found.ids, scores)) == pytest.approx(expected)
             assert loaded[17].id not in found.ids and scores == sorted(scores, reverse=True)
+
+
+def test_records_shown_again_are_kept_and_follow_changes(tmp_path, monkeypatch):
+    """Records built from the copy's rows are kept for the next search that shows them; what a
+    caller does to one never reaches the kept one, and a change to the memory shows at once."""
+    from spatial_memory.storage.search import row_records
+
+    built: list[int] = []
+    real = row_records.rows_to_records
+    monkeypatch.setattr(row_records, "rows_to_records", lambda table: built.append(table.num_rows) or real(table))
+    rng = np.random.default_rng(5)
+    store = MemoryStore(tmp_path / "db", "m", DIM)
+    records = [record(rng, content=f"kept {i}") for i in range(30)]
+    for r in records:
+        r.tags, r.metadata = ["t"], {"k": "v"}
+    store.add(records)
+    first = store.search(records[4].vector, 5)
+    assert built == [5]
+    first[0].record.tags.append("changed by a caller")
+    first[0].record.metadata["k"] = "changed"
+    first[0].record.content = "changed too"
+    again = store.search(records[4].vector, 5)
+    assert built == [5]  # nothing built again
+    assert [h.record.id for h in again] == [h.record.id for h in first]
+    assert (again[0].record.tags, again[0].record.metadata, again[0].record.content) == (["t"], {"k": "v"}, "kept 4")
+    store.upsert([MemoryRecord(**{**records[4].__dict__, "content": "kept 4, changed"})])
+    assert store.search(records[4].vector, 1)[0].record.content == "kept 4, changed"

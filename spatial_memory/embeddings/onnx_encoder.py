@@ -278,7 +278,8 @@ class OnnxSentenceEncoder:
                 check_cancelled()  # a client that went away stops paying for its batch
                 run(idx)
                 done += len(idx)
-                report_progress(done, len(texts), "embedding", source="embedding")
+                if len(batches) > 1:  # one model call has no "between": a report would only wake the loop
+                    report_progress(done, len(texts), "embedding", source="embedding")
         else:
             self._run_side_by_side(run, batches, len(texts))
         norms = np.linalg.norm(out, axis=1, keepdims=True)

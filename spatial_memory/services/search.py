@@ -187,7 +187,7 @@ class SearchService(Service):
             return [], query_vector
         bm25 = dict(zip(by_keyword.ids, bm25_scores))
         order, scores, similarity = _rank(query, query_vector, candidates, bm25, alpha, self._text_features)
-        chosen = [i for i in order.tolist() if similarity[i] >= min_similarity][: limit + spare]
+        chosen: list[int] = order[similarity[order] >= min_similarity][: limit + spare].tolist()
         from_vector = set(by_vector.ids) if by_vector is not None else set()
         best_bm25 = max(bm25.values(), default=0.0)
         hits: list[RankedHit] = []

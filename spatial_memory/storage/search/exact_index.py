@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...records import MemoryRecord
-from .blas import OneBlasThread
+from .blas import OneBlasThread, SplitProduct, product_helpers
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +100,7 @@ class ExactIndex:
         self._session_codes: dict[str, int] = {}
         self._records: dict[str, MemoryRecord] = {}
         self._one_blas_thread = OneBlasThread()
+        self._product = SplitProduct(product_helpers())
         # The copy's known addresses sorted, and their rows, for the snapshot's addresses array
         # they were built from (`rows_at`): built once per change of the addresses.
         self._by_address: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
@@ -158,8 +159,8 @@ class ExactIndex:
         """(row, similarity) of the best `limit` live rows not expired at `now`, best first."""
         if snap.n == 0 or limit <= 0:
             return []
-        with self._one_blas_thread():  # blas.py: a split product waits for a busy core
-            scores = snap.vectors[: snap.n] @ np.asarray(query, dtype=np.float32)
+        with self._one_blas_thread():  # blas.py: BLAS's own split waits for a busy core, ours does not
+            scores = self._product(snap.vectors[: snap.n], np.asarray(query, dtype=np.float32))
         candidates = np.flatnonzero(self.live(snap, namespace, now))
         return _best(scores[candidates], candidates, limit)
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from copy import copy
-from dataclasses import replace
 from datetime import datetime
 
 import numpy as np
@@ -21,6 +20,7 @@ from ..table.table import MemoryTable
 from .exact_index import UNKNOWN, ExactIndex, Snapshot
 from .indexing import VectorIndexState
 from .keyword_index import KeywordIndex
+from .row_records import RowRecords
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +44,7 @@ class ExactSearch:
         self._indexed = indexed
         self._clock = clock
         self._skipped_at: int | None = None  # a version found too big for the copy
+        self._row_records = RowRecords()
 
     def snapshot(self, *, load: bool = True) -> Snapshot | None:
         """The exact copy at the table's current version (loading it if allowed and small
@@ -164,7 +165,7 @@ class ExactSearch:
             return []
         wanted = [snap.ids[row] for row in rows]
         loaded = [row for row in rows if snap.current_summary[row]]
-        by_id = {r.id: r for r in rows_to_records(snap.summary.take(loaded))} if loaded else {}
+        by_id = {r.id: r for r in self._row_records.of_rows(snap, loaded)} if loaded else {}
         by_id.update(self.index.kept([i for i in wanted if i not in by_id]))
         missing = [row for row in rows if snap.ids[row] not in by_id]
         if missing:  # (the usual recall has none: no read, no wait for the copy's lock)
@@ -177,11 +178,13 @@ class ExactSearch:
             by_id.update((r.id, r) for r in fresh)
             if any(i not in by_id for i in wanted):
                 return None
-        # Copies, so a caller changing a record never changes the kept one. The copy's vectors
-        # are the stored ones (the same float32 values).
-        if not with_vectors:
-            return [copy(by_id[i]) for i in wanted]
-        return [replace(by_id[i], vector=snap.vectors[row].copy()) for i, row in zip(wanted, rows)]
+        # Copies, so a caller changing a record (its tags and metadata too) never changes the kept
+        # one. The copy's vectors are the stored ones (the same float32 values).
+        out = [_own_copy(by_id[i]) for i in wanted]
+        if with_vectors:
+            for record, row in zip(out, rows, strict=True):
+                record.vector = snap.vectors[row].copy()
+        return out
 
     def _read_missing(self, snap: Snapshot, rows: list[int]) -> list[MemoryRecord] | None:
         """The records of rows the copy does not hold, from LanceDB: by row address when known, else
@@ -228,3 +231,11 @@ class ExactSearch:
             # Rewritten rows (recall's access counts) are the ones found again soonest: keep them
             # now rather than on the next search that hits them.
             self.index.keep(snap, rows_to_records(found.drop_columns(["_rowid"])))
+
+
+def _own_copy(record: MemoryRecord) -> MemoryRecord:
+    """A copy of a kept record that shares nothing a caller could change in place."""
+    mine = copy(record)
+    mine.tags = list(record.tags)
+    mine.metadata = dict(record.metadata)
+    return mine
