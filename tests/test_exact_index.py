@@ -407,3 +407,39 @@ def test_records_shown_again_are_kept_and_follow_changes(tmp_path, monkeypatch):
     assert (again[0].record.tags, again[0].record.metadata, again[0].record.content) == (["t"], {"k": "v"}, "kept 4")
     store.upsert([MemoryRecord(**{**records[4].__dict__, "content": "kept 4, changed"})])
     assert store.search(records[4].vector, 1)[0].record.content == "kept 4, changed"
+
+
+def test_candidates_from_the_copy_are_the_rows_as_written(tmp_path):
+    """Recall's candidates read the ranking's columns from the copy, converted once per row; rows
+    written after the load are converted at the next search."""
+    rng = np.random.default_rng(6)
+    store = MemoryStore(tmp_path / "db", "m", DIM)
+    when = datetime(2026, 5, 6, 7, 8, 9, 123456, tzinfo=timezone.utc)
+
+    def conversational(i: int) -> MemoryRecord:
+        r = record(rng, content=f"turn {i}")
+        r.conversation.session_id, r.conversation.sequence = f"s{i % 3}", i
+        r.conversation.speaker, r.conversation.occurred_at = ("Ann" if i % 2 else None), (when if i % 4 else None)
+        return r
+
+    def check(records: list[MemoryRecord]) -> None:
+        for r in records:
+            found = store.search_candidates(r.vector, 50, None)
+            i = found.ids.index(r.id)
+            c = r.conversation
+            assert (found.content[i], found.session_id[i], found.sequence[i], found.speaker[i]) == (
+                r.content,
+                c.session_id,
+                c.sequence,
+                c.speaker,
+            )
+            expected = float("nan") if c.occurred_at is None else c.occurred_at.timestamp()
+            assert np.isnan(found.occurred_at[i]) if c.occurred_at is None else found.occurred_at[i] == expected
+            assert np.allclose(found.vectors[i], r.vector)
+
+    first = [conversational(i) for i in range(12)]
+    store.add(first)
+    check(first)  # loads the copy
+    later = [conversational(i) for i in range(12, 20)]
+    store.add(later)
+    check(first + later)

@@ -23,6 +23,7 @@ from .exact_index import UNKNOWN, Snapshot
 from .exact_search import ExactSearch
 from .fulltext import FullTextSearch
 from .indexing import VectorIndexState
+from .ranking_columns import RankingColumns
 from .vector_search import VectorSearch
 
 log = logging.getLogger(__name__)
@@ -57,6 +58,7 @@ class CandidateSearch:
         self._clock = clock
         self._table = table
         self._exact = exact
+        self._ranking_columns = RankingColumns()
         self._reads = reads
         self._vector = vector
         self._fulltext = fulltext
@@ -182,22 +184,15 @@ class CandidateSearch:
         positions = np.asarray(rows, dtype=np.int64)
         current = snap.current_summary[positions]
         if current.all():
-            ids = [snap.ids[row] for row in rows]
-            table = snap.summary.select(RANKING_COLUMNS).take(positions)
-            return Candidates.of_columns(ids, table, snap.vectors[positions])
+            return self._ranking_columns.candidates(snap, positions)
         # Rows written or rewritten since the copy was loaded: their records, kept by the copy or fetched.
         fresh = positions[current]
         stale = positions[~current]
         records = self._exact.fetch_rows(snap, stale.tolist(), with_vectors=False)
         if records is None:
             return None
-        fresh_rows: list[int] = fresh.tolist()
         parts = [
-            Candidates.of_columns(
-                [snap.ids[row] for row in fresh_rows],
-                snap.summary.select(RANKING_COLUMNS).take(fresh),
-                snap.vectors[fresh],
-            ),
+            self._ranking_columns.candidates(snap, fresh),
             Candidates.of_records(records, self._dim, vectors=snap.vectors[stale], keep=False),
         ]
         # back to the rows' order
