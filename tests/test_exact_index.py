@@ -443,3 +443,24 @@ def test_candidates_from_the_copy_are_the_rows_as_written(tmp_path):
     later = [conversational(i) for i in range(12, 20)]
     store.add(later)
     check(first + later)
+
+
+def test_a_batch_search_breaks_ties_by_row_as_one_search_does(tmp_path):
+    """Several stored copies of one vector: the batch search (the write checks') gives the same
+    memories in the same order as a search for each vector alone, the earliest row first."""
+    rng = np.random.default_rng(7)
+    store = MemoryStore(tmp_path / "db", "m", DIM)
+    base = [record(rng) for _ in range(5)]
+    copies = []
+    for i in range(40):
+        twin = record(rng, content=f"twin {i}")
+        twin.vector = base[i % 5].vector.copy()
+        copies.append(twin)
+    store.add(base + copies + [record(rng) for _ in range(200)])
+    queries = np.stack([r.vector for r in base])
+    together = store.closest_contents(queries, 6, None, exact_only=True)
+    assert together is not None
+    for query, hits in zip(queries, together, strict=True):
+        alone = store.search(query, 6)
+        assert [m.id for m in hits] == [h.record.id for h in alone]
+        assert len({round(m.similarity, 5) for m in hits}) == 1  # all ties

@@ -102,11 +102,12 @@ class SplitProduct:
         self._pool_lock = threading.Lock()
 
     def __call__(self, matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
+        """`matrix @ vector`; `vector` may be a matrix too (one column per query)."""
         rows = matrix.shape[0]
         shares = min(2 * (self._helpers + 1), rows // SHARE_ROWS)
         if self._helpers == 0 or shares < 2:
             return matrix @ vector
-        out = np.empty(rows, dtype=np.result_type(matrix, vector))
+        out = np.empty((rows, *vector.shape[1:]), dtype=np.result_type(matrix, vector))
         # Shares start at multiples of ALIGN rows: BLAS works through rows in small groups, and a
         # row must fall in the same kind of group as in one product over the whole matrix.
         bounds = [min(rows, round(rows * i / shares / ALIGN) * ALIGN) for i in range(shares)] + [rows]

@@ -167,15 +167,17 @@ class ExactIndex:
     def top_many(
         self, snap: Snapshot, queries: np.ndarray, limit: int, namespace: str | None, now: float
     ) -> list[list[tuple[int, float]]]:
-        """`top` for each of several queries. One matrix product over the candidate rows only
-        (a batch's queries usually search one namespace of several), where `top`'s one query
-        multiplies every row and selects after."""
+        """`top` for each of several queries: one matrix product, over every row when most rows
+        are candidates (no copy of them), else over the candidate rows only (a batch's queries
+        usually search one namespace of several)."""
         candidates = np.flatnonzero(self.live(snap, namespace, now))
         if candidates.size == 0 or limit <= 0:
             return [[] for _ in queries]
+        every = 2 * candidates.size >= snap.n
+        matrix = snap.vectors[: snap.n] if every else snap.vectors[candidates]
         with self._one_blas_thread():
-            scores = np.asarray(queries, dtype=np.float32) @ snap.vectors[candidates].T
-        return [_best(chosen, candidates, limit) for chosen in scores]
+            by_row = self._product(matrix, np.asarray(queries, dtype=np.float32).T)  # (rows, queries)
+        return _best_many(by_row[candidates] if every else by_row, candidates, limit)
 
     def live(self, snap: Snapshot, namespace: str | None, now: float) -> np.ndarray:
         """Mask of the rows alive, not expired at `now` and in `namespace` (None: any)."""
@@ -352,9 +354,40 @@ def _best(scores: np.ndarray, candidates: np.ndarray, limit: int) -> list[tuple[
     k = min(limit, candidates.size)
     if k <= 0:
         return []
-    best = np.argpartition(-scores, k - 1)[:k] if k < candidates.size else np.arange(candidates.size)
-    best = best[np.lexsort((candidates[best], -scores[best]))]
+    if k < candidates.size:
+        # Every score equal to the k-th best competes for the last places, by row (argpartition
+        # would keep an arbitrary few of them).
+        kth = scores[np.argpartition(-scores, k - 1)[k - 1]]
+        best = np.flatnonzero(scores >= kth)
+    else:
+        best = np.arange(candidates.size)
+    best = best[np.lexsort((candidates[best], -scores[best]))][:k]
     return [(int(candidates[i]), float(scores[i])) for i in best]
+
+
+def _best_many(scores: np.ndarray, candidates: np.ndarray, limit: int) -> list[list[tuple[int, float]]]:
+    """`_best` for each column of `scores` (candidates x queries), ties broken by row order.
+
+    A full selection per query costs as much as the product when the queries are many (a batch's
+    write checks). Instead: the k-th largest of the maxima of at least k blocks of candidates is
+    no more than the k-th best score (k blocks each hold a score at least that large), so only the
+    few scores at or above it are sorted."""
+    m, queries = scores.shape
+    k = min(limit, m)
+    if k <= 0:
+        return [[] for _ in range(queries)]
+    width = max(1, m // max(4 * k, 64))
+    maxima = np.maximum.reduceat(scores, np.arange(0, m, width), axis=0)  # (blocks, queries)
+    bound = np.partition(maxima, maxima.shape[0] - k, axis=0)[maxima.shape[0] - k]
+    at, query = np.nonzero(scores >= bound)
+    found = scores[at, query]
+    order = np.lexsort((candidates[at], -found, query))  # by query, best first, then row
+    at, query, found = at[order], query[order], found[order]
+    starts = np.searchsorted(query, np.arange(queries + 1))
+    return [
+        [(int(candidates[i]), float(v)) for i, v in zip(at[a : a + k].tolist(), found[a : a + k].tolist(), strict=True)]
+        for a in starts[:-1].tolist()
+    ]
 
 
 def _without(snap: Snapshot, ids: Sequence[str]) -> Snapshot:
