@@ -114,6 +114,7 @@ class SplitProduct:
         claim = itertools.count()
         pending = threading.Condition()
         helping = [0]  # shares a helper claimed and has not finished
+        failed: list[BaseException] = []
 
         def work(helper: bool) -> None:
             while True:
@@ -124,11 +125,17 @@ class SplitProduct:
                     if helper:
                         helping[0] += 1
                 lo, hi = bounds[share], bounds[share + 1]
-                np.matmul(matrix[lo:hi], vector, out=out[lo:hi])
-                if helper:
-                    with pending:
-                        helping[0] -= 1
-                        pending.notify_all()
+                try:
+                    np.matmul(matrix[lo:hi], vector, out=out[lo:hi])
+                except BaseException as exc:
+                    if not helper:
+                        raise
+                    failed.append(exc)  # raised by the caller, which would otherwise wait for ever
+                finally:
+                    if helper:
+                        with pending:
+                            helping[0] -= 1
+                            pending.notify_all()
 
         pool = self._helper_pool()
         for _ in range(self._helpers):
@@ -136,6 +143,8 @@ class SplitProduct:
         work(False)
         with pending:
             pending.wait_for(lambda: helping[0] == 0)
+        if failed:
+            raise failed[0]
         return out
 
     def _helper_pool(self) -> ThreadPoolExecutor:
