@@ -113,7 +113,7 @@ def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 entry[step] = f"{rss:g} / {peak:g}"
             peaks = [r["idle_5s_peak_mb"] for r in mine]
             entry["session peak (range)"] = f"{statistics.median(peaks):g} ({min(peaks):g}-{max(peaks):g})"
-            entry["ingest/s"] = statistics.median(r["ingest_per_s"] for r in mine)
+            entry["ingest/s"] = round(statistics.median(r["ingest_per_s"] for r in mine), 1)
             out.append(entry)
     return out
 
