@@ -281,8 +281,7 @@ class OnnxSentenceEncoder:
                     report_progress(done, len(texts), "embedding", source="embedding")
         else:
             self._run_side_by_side(run, batches, len(texts))
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        return out / np.maximum(norms, 1e-12)
+        return _unit_rows(out)
 
     def _encode_one(self, text: str) -> np.ndarray:
         """One text (a query): the same model call and normalisation as in a batch, without the
@@ -290,11 +289,10 @@ class OnnxSentenceEncoder:
         tokenized without encode_batch, which lets go of the GIL: a thread started beside the query
         (recall's keyword search) would take it and hold it until done, so the model would start
         only after it. Held, the GIL is released at the model call."""
-        ids = np.asarray([self._tokenizer.encode(text).ids], dtype=np.int64)
+        tokens = self._tokenizer.encode(text).ids
+        ids, mask = padded_batch([tokens], len(tokens))
         check_cancelled()
-        out = self._session.run(["pooled"], {"input_ids": ids, "attention_mask": np.ones_like(ids)})[0]
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        return out / np.maximum(norms, 1e-12)
+        return _unit_rows(self._session.run(["pooled"], {"input_ids": ids, "attention_mask": mask})[0])
 
     def _run_side_by_side(self, run: Callable[[np.ndarray], None], batches: list[np.ndarray], total: int) -> None:
         """`run` on every batch, up to `_workers` at once; cancellation is checked and progress
@@ -332,6 +330,12 @@ def token_budget_batches(sorted_lengths: np.ndarray, max_rows: int, max_tokens: 
         batches.append(slice(start, stop))
         start = stop
     return batches
+
+
+def _unit_rows(vectors: np.ndarray) -> np.ndarray:
+    """Each row scaled to length 1 (a zero row stays zero)."""
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.maximum(norms, 1e-12)
 
 
 def padded_batch(token_ids: list[list[int]], width: int) -> tuple[np.ndarray, np.ndarray]:

@@ -13,7 +13,6 @@ import threading
 from dataclasses import dataclass
 
 import numpy as np
-import pyarrow as pa
 
 from .candidates import RANKING_COLUMNS, Candidates
 from .exact_index import Snapshot
@@ -58,28 +57,31 @@ class RankingColumns:
         with self._lock:
             columns = self._columns
             if columns is None or columns.load != snap.load:
-                columns = _converted(snap.load, 0, summary, None)
+                columns = _converted(snap, None)
             elif columns.rows < summary.num_rows:
-                columns = _converted(snap.load, columns.rows, summary, columns)
+                columns = _converted(snap, columns)
             self._columns = columns
             return columns
 
 
-def _converted(load: int, start: int, summary: pa.Table, before: _Columns | None) -> _Columns:
-    """`before` with the summary's rows from `start` on converted and appended."""
-    added = summary.select(RANKING_COLUMNS).slice(start)
-    occurred = added.column("occurred_at").cast(pa.int64()).to_numpy(zero_copy_only=False)
+def _converted(snap: Snapshot, before: _Columns | None) -> _Columns:
+    """`before` with the summary's rows after those it holds converted (Candidates.of_columns's
+    values) and appended."""
+    start = 0 if before is None else before.rows
+    added = snap.summary.select(RANKING_COLUMNS).slice(start)
+    part = Candidates.of_columns(
+        snap.ids[start : start + added.num_rows].tolist(), added, np.empty((added.num_rows, 0), np.float32)
+    )
     new = {
-        "content": _objects(added.column("content").to_pylist()),
-        "session_id": _objects(added.column("session_id").to_pylist()),
-        "sequence": _objects(added.column("sequence").to_pylist()),
-        "speaker": _objects(added.column("speaker").to_pylist()),
-        # microseconds / 1e6: the same float as datetime.timestamp() of that moment (as of_columns)
-        "occurred_at": np.asarray(occurred, dtype=np.float64) / 1e6,
+        "content": _objects(part.content),
+        "session_id": _objects(part.session_id),
+        "sequence": _objects(part.sequence),
+        "speaker": _objects(part.speaker),
+        "occurred_at": part.occurred_at,
     }
     if before is not None:
         new = {name: np.concatenate([getattr(before, name), values]) for name, values in new.items()}
-    return _Columns(load=load, rows=summary.num_rows, **new)
+    return _Columns(load=snap.load, rows=snap.summary.num_rows, **new)
 
 
 def _objects(values: list) -> np.ndarray:
