@@ -390,6 +390,7 @@ def test_records_shown_again_are_kept_and_follow_changes(tmp_path, monkeypatch):
     built: list[int] = []
     real = row_records.rows_to_records
     monkeypatch.setattr(row_records, "rows_to_records", lambda table: built.append(table.num_rows) or real(table))
+    monkeypatch.setattr(row_records, "WHOLE_COPY_ROWS", 0)  # kept as shown, none built ahead
     rng = np.random.default_rng(5)
     store = MemoryStore(tmp_path / "db", "m", DIM)
     records = [record(rng, content=f"kept {i}") for i in range(30)]
@@ -407,6 +408,61 @@ def test_records_shown_again_are_kept_and_follow_changes(tmp_path, monkeypatch):
     assert (again[0].record.tags, again[0].record.metadata, again[0].record.content) == (["t"], {"k": "v"}, "kept 4")
     store.upsert([MemoryRecord(**{**records[4].__dict__, "content": "kept 4, changed"})])
     assert store.search(records[4].vector, 1)[0].record.content == "kept 4, changed"
+
+
+def test_a_small_copy_has_every_record_built_once_in_the_background(tmp_path, monkeypatch):
+    """Once a copy of up to WHOLE_COPY_ROWS rows loads, every row's record is built beside the
+    searches, so that a search builds none; a memory changed since shows as it is now."""
+    import threading
+    import time
+
+    from spatial_memory.storage.search import row_records
+
+    built: list[int] = []
+    real = row_records.rows_to_records
+    monkeypatch.setattr(row_records, "rows_to_records", lambda table: built.append(table.num_rows) or real(table))
+    monkeypatch.setattr(row_records, "FILL_CHUNK", 7)
+    rng = np.random.default_rng(8)
+    store = MemoryStore(tmp_path / "db", "m", DIM)
+    records = [record(rng, content=f"whole {i}") for i in range(30)]
+    store.add(records)
+    store.search(records[0].vector, 3)  # loads the copy
+    deadline = time.monotonic() + 20
+    while any(t.name == "row-records" for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert max(built) <= 7 and sum(built) >= 30  # in chunks
+    built.clear()
+    for r in records[::3]:
+        hit = store.search(r.vector, 4)[0].record
+        assert (hit.id, hit.content) == (r.id, r.content)
+    assert built == []
+    store.upsert([MemoryRecord(**{**records[3].__dict__, "content": "whole 3, changed"})])
+    assert store.search(records[3].vector, 1)[0].record.content == "whole 3, changed"
+
+
+def test_row_records_of_an_older_load_are_not_kept(tmp_path):
+    """Records are kept for the newest load only: a search or a fill of a copy loaded before it
+    neither reads nor keeps another load's rows (the same row of two loads may be two memories)."""
+    from types import SimpleNamespace
+
+    from spatial_memory.storage.search.row_records import RowRecords
+    from spatial_memory.storage.table.schema import records_to_arrow
+
+    rng = np.random.default_rng(9)
+
+    def load(number: int, contents: list[str]):
+        rows = [record(rng, content=c) for c in contents]
+        summary = records_to_arrow(rows, "m", DIM).drop_columns(["vector"])
+        n = len(rows)
+        return SimpleNamespace(load=number, n=n, summary=summary, current_summary=np.ones(n, dtype=bool))
+
+    older, newer = load(1, ["a0", "a1", "a2"]), load(2, ["b0", "b1", "b2"])
+    kept = RowRecords(size=8, whole=8)
+    kept.fill(older)
+    assert [r.content for r in kept.of_rows(newer, [2, 0])] == ["b2", "b0"]
+    assert [r.content for r in kept.of_rows(older, [1])] == ["a1"]  # read, not kept
+    kept.fill(older)  # ends at once: a newer load is kept
+    assert [r.content for r in kept.of_rows(newer, [0, 1, 2])] == ["b0", "b1", "b2"]
 
 
 def test_candidates_from_the_copy_are_the_rows_as_written(tmp_path):

@@ -69,6 +69,24 @@ def test_defaults_and_empties_are_left_out_numbers_rounded_times_to_the_second_i
     assert lean(RecallResult(memories=[], total=0)) == {"memories": []}
 
 
+def test_structured_memories_leave_out_what_holds_its_default():
+    """The structured result (what clients check against the schema) leaves out a memory's optional
+    fields at their schema default; whatever is set is there, a sequence of 0 too."""
+    plain = item().model_dump(mode="json")
+    assert set(plain) == {"id", "content", "similarity", "namespace", "tags", "importance", "created_at", "metadata"}
+    told = item(session_id="s", sequence=0, speaker="Ann", pinned=True, weak=True).model_dump(mode="json")
+    assert (told["session_id"], told["sequence"], told["speaker"], told["pinned"], told["weak"]) == (
+        "s",
+        0,
+        "Ann",
+        True,
+        True,
+    )
+    schema = MemoryItem.model_json_schema(mode="serialization")
+    assert set(schema["required"]) == set(plain)  # what is left out is optional, with its default
+    assert all(schema["properties"][name]["default"] in (None, False) for name in set(told) - set(plain))
+
+
 def test_a_weak_hit_is_named_by_its_id_and_content_and_marked():
     assert lean(item(weak=True, namespace="work", importance=0.9)) == {
         "id": FULL[:8],

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated, Any, Literal, overload
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
 from ...records import MemoryRecord, Provenance, ScoredMemory, iso
 from .visibility import FOR_PROGRAMS
@@ -67,6 +67,22 @@ class MemoryItem(BaseModel):
     @classmethod
     def of(cls, scored: ScoredMemory) -> MemoryItem:
         return cls(similarity=round(scored.similarity, 6), **scored.record.summary())
+
+    @model_serializer(mode="wrap")
+    def _without_defaults(self, handler: SerializerFunctionWrapHandler):
+        """The optional fields above are left out at their default (none of the conversation's,
+        no context, not pinned, not weak), as the schema's defaults say: most memories have none of
+        them, and every client and model reads the result faster without them. (No return type: with
+        one, pydantic would give the result's schema that type instead of the fields.)"""
+        data = handler(self)
+        for name in _ABSENT_AT_DEFAULT:
+            if name in data and (data[name] is None or data[name] is False):  # not 0: a sequence
+                del data[name]
+        return data
+
+
+# MemoryItem's fields a result leaves out when they hold their default (None or False).
+_ABSENT_AT_DEFAULT = ("session_id", "sequence", "speaker", "occurred_at", "context", "pinned", "weak")
 
 
 class ProvenanceInfo(BaseModel):

@@ -63,7 +63,10 @@ class ExactSearch:
             scan = self._table.handle.search().select(columns).with_row_id(True).limit(None).to_arrow()
             if self._table.newest_version != version:
                 return None  # changed while reading: let LanceDB answer this time
-            return self.index.load(scan, version)
+            snap = self.index.load(scan, version)
+            if snap is not None:
+                self._row_records.fill_in_background(snap)
+            return snap
         except Exception:  # noqa: BLE001 - LanceDB's own search is always there to fall back on
             log.debug("exact index unavailable", exc_info=True)
             return None
