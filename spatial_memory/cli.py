@@ -466,6 +466,9 @@ def _ui_command(args: argparse.Namespace) -> None:
         raise SystemExit(2)
     settings = _settings_or_exit(**({"path": args.path} if args.path else {}))
     logging.basicConfig(stream=sys.stderr, level=settings.log_level, format="%(levelname)s %(name)s: %(message)s")
+    from .runtime.blas_threads import one_blas_thread
+
+    one_blas_thread()  # a server too: before numpy loads
     from .atlas.server import serve_local  # the web server's stack, only for this command
 
     serve_local(settings, port=args.port, open_browser=not args.no_open)
@@ -491,9 +494,11 @@ def serve(**overrides) -> None:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     # Imported when this command runs: each command loads only what it needs (module docstring).
+    from .runtime.blas_threads import one_blas_thread
     from .runtime.heap import limit_arenas
 
     limit_arenas()  # before any thread starts
+    one_blas_thread()  # before numpy loads
     if settings.transport == "http":
         # Imported when this command runs: each command loads only what it needs (module docstring).
         from .server.http import serve_http

@@ -80,3 +80,36 @@ def test_a_bad_setting_stops_the_server_with_one_line():
     done = run(SPATIAL_MEMORY_LOG_LEVEL="LOUD")
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and "SPATIAL_MEMORY_LOG_LEVEL" in done.stderr
+
+
+_BLAS_THREADS = (
+    "import json, sys; {before}"
+    "from spatial_memory.runtime.blas_threads import one_blas_thread; one_blas_thread(); "
+    "import numpy, threadpoolctl; print(json.dumps([lib['num_threads'] for lib in threadpoolctl.threadpool_info() "
+    "if lib['user_api'] == 'blas']))"
+)
+
+
+@pytest.mark.parametrize(
+    ("env", "before", "threads"),
+    [({}, "", 1), ({"OPENBLAS_NUM_THREADS": "2"}, "", 2), ({}, "import numpy; ", None)],
+    ids=["set", "the user's kept", "too late"],
+)
+def test_servers_run_blas_on_one_thread(env, before, threads):
+    """A server's BLAS runs on one thread (set before numpy loads); a value the user set is kept, and
+    once numpy has loaded nothing is changed."""
+    import json
+
+    clean = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+    out = subprocess.run(
+        [sys.executable, "-c", _BLAS_THREADS.format(before=before)],
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
+    counts = json.loads(out)
+    assert counts, "numpy's BLAS is found"
+    expected = threads if threads is not None else min(len(os.sched_getaffinity(0)), 64)  # OpenBLAS's own
+    assert all(c == expected for c in counts), counts
