@@ -466,7 +466,7 @@ def _ui_command(args: argparse.Namespace) -> None:
         raise SystemExit(2)
     settings = _settings_or_exit(**({"path": args.path} if args.path else {}))
     logging.basicConfig(stream=sys.stderr, level=settings.log_level, format="%(levelname)s %(name)s: %(message)s")
-    from .runtime.blas_threads import one_blas_thread
+    from .runtime.blas_threads import one_blas_thread  # here, as every command's imports (module docstring)
 
     one_blas_thread()  # a server too: before numpy loads
     from .atlas.server import serve_local  # the web server's stack, only for this command
