@@ -438,6 +438,14 @@ def test_a_small_copy_has_every_record_built_once_in_the_background(tmp_path, mo
     assert built == []
     store.upsert([MemoryRecord(**{**records[3].__dict__, "content": "whole 3, changed"})])
     assert store.search(records[3].vector, 1)[0].record.content == "whole 3, changed"
+    # Rows written after the load: upkeep builds theirs (refresh_exact), not the next search.
+    later = [record(rng, content=f"later {i}") for i in range(9)]
+    store.add(later)
+    store.refresh_exact()
+    built.clear()
+    for r in later:
+        assert store.search(r.vector, 1)[0].record.content == r.content
+    assert built == []
 
 
 def test_row_records_of_an_older_load_are_not_kept(tmp_path):

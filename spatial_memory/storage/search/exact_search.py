@@ -206,13 +206,14 @@ class ExactSearch:
             return None
 
     def refresh(self) -> None:
-        """Upkeep: (re)load the exact copy, index its rows' words for keyword search, and look up
-        row addresses of rows written since."""
+        """Upkeep: (re)load the exact copy, index its rows' words for keyword search, build the
+        records of its rows (a small copy), and look up row addresses of rows written since."""
         snap = self.snapshot()
         if snap is None:
             self._keywords.release()  # searches go to LanceDB now (or the next load indexes anew)
             return
         self._keywords.cover(snap)  # here rather than in the next keyword search
+        self._row_records.fill(snap)  # and the records of rows written since, rather than when shown
         pending = self.index.unresolved(snap)
         if not pending:
             return

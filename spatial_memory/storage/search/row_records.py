@@ -4,8 +4,9 @@ Turning summary rows into records (an Arrow take, then a Python value per column
 much for one row as for ten, and a recall or nearby pays it for every hit. A row of one load of the
 copy never changes its summary (commits append rows; a row LanceDB rewrites is marked as no longer
 current, and then not read from the summary), so its record can be kept. Kept per load: every row
-of a copy of up to `whole` rows, built in the background once it loads, so that a search builds
-none; of a larger copy, at most `size` rows, the least recently shown first to go.
+of a copy of up to `whole` rows, built in the background once it loads (and those of the rows
+commits append to it, by upkeep), so that a search builds none; of a larger copy, at most `size`
+rows, the least recently shown first to go.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class RowRecords:
         self._whole = WHOLE_COPY_ROWS if whole is None else whole
         self._load = -1
         self._bound = size  # rows kept of the current load
+        self._filled = 0  # summary rows of the current load a fill went through
         self._records: OrderedDict[int, MemoryRecord] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -65,13 +67,18 @@ class RowRecords:
         return thread
 
     def fill(self, snap: Snapshot) -> None:
-        """Build the records of `snap`'s current rows, FILL_CHUNK at a time, while its load is the
-        one kept (a search of a later load ends it)."""
-        rows = np.flatnonzero(snap.current_summary[: snap.summary.num_rows]).tolist()
+        """Build the records of `snap`'s current rows not kept yet (for a copy of up to `whole`
+        rows), FILL_CHUNK at a time, while its load is the one kept (a search of a later load ends
+        it). Upkeep calls it after writes too, for the rows commits appended."""
+        end = snap.summary.num_rows
+        if snap.n > self._whole:
+            return
         with self._lock:
             if not self._follow(snap):
                 return
             self._bound = max(self._bound, snap.n + snap.n // 4)  # and the rows commits append
+            first = self._filled
+        rows = (np.flatnonzero(snap.current_summary[first:end]) + first).tolist()
         for start in range(0, len(rows), FILL_CHUNK):
             with self._lock:
                 if self._load != snap.load:
@@ -79,6 +86,9 @@ class RowRecords:
                 todo = [row for row in rows[start : start + FILL_CHUNK] if row not in self._records]
             if todo and not self._keep(snap, todo, rows_to_records(snap.summary.take(todo))):
                 return
+        with self._lock:
+            if self._load == snap.load:
+                self._filled = max(self._filled, end)  # the next fill starts there
 
     def _follow(self, snap: Snapshot) -> bool:
         """(Under the lock.) Keep `snap`'s load from now on if it is newer than the one kept;
@@ -87,7 +97,7 @@ class RowRecords:
             return False
         if snap.load > self._load:
             self._records.clear()
-            self._load, self._bound = snap.load, self._size
+            self._load, self._bound, self._filled = snap.load, self._size, 0
         return True
 
     def _keep(self, snap: Snapshot, rows: list[int], built: list[MemoryRecord]) -> bool:
