@@ -5,6 +5,7 @@ rules and every file it reads against the entry's size, SHA-256 digest and front
 from __future__ import annotations
 
 import copy
+import time
 from pathlib import Path
 
 import pytest
@@ -159,10 +160,12 @@ def test_a_procedure_confirmed_by_capture_is_announced_and_listed(node, tmp_path
         assert listed["ok"] and listed["result"]["skills"] == []
         fix_session(spool, project, "s1", "Order")
         found = {}
-        for _ in range(100):  # the server ingests the spool within a second or so
+        deadline = time.monotonic() + 60  # the server ingests the spool within a second or so, when idle
+        while time.monotonic() < deadline:
             found = client.step({"call": "how_to", "arguments": {"task": "pytest fails with ImportError"}})
             if found["result"]["structuredContent"]["procedures"]:
                 break
+            time.sleep(0.05)
         (captured,) = found["result"]["structuredContent"]["procedures"]
         assert captured["status"] == "captured"
         assert client.step({"listChanged": True, "waitMs": 1000})["result"]["count"] == 0  # no skill yet
