@@ -40,6 +40,9 @@ class RowRecords:
         self._filled = 0  # summary rows of the current load a fill went through
         self._records: OrderedDict[int, MemoryRecord] = OrderedDict()
         self._lock = threading.Lock()
+        # One fill at a time: upkeep's refresh can load a copy, whose load starts a fill, then fill
+        # itself; both would build the same rows.
+        self._filling = threading.Lock()
 
     def of_rows(self, snap: Snapshot, rows: Sequence[int]) -> list[MemoryRecord]:
         """The records of these rows of `snap`'s summary (rows whose summary is current), in order.
@@ -62,17 +65,28 @@ class RowRecords:
         rows, in a thread of its own (returned; None for a bigger copy)."""
         if snap.n > self._whole:
             return None
-        thread = threading.Thread(target=self.fill, args=(snap,), name="row-records", daemon=True)
+        # It waits for a fill of an earlier load (which stops at its next chunk once this load is read).
+        thread = threading.Thread(
+            target=self.fill, args=(snap,), kwargs={"wait": True}, name="row-records", daemon=True
+        )
         thread.start()
         return thread
 
-    def fill(self, snap: Snapshot) -> None:
+    def fill(self, snap: Snapshot, *, wait: bool = False) -> None:
         """Build the records of `snap`'s current rows not kept yet (for a copy of up to `whole`
         rows), FILL_CHUNK at a time, while its load is the one kept (a search of a later load ends
-        it). Upkeep calls it after writes too, for the rows commits appended."""
-        end = snap.summary.num_rows
-        if snap.n > self._whole:
+        it). Upkeep calls it after writes too, for the rows commits appended. While another fill
+        runs this one returns at once (with `wait`, it waits for it): upkeep's next pass builds what
+        that one did not reach."""
+        if snap.n > self._whole or not self._filling.acquire(blocking=wait):
             return
+        try:
+            self._fill(snap)
+        finally:
+            self._filling.release()
+
+    def _fill(self, snap: Snapshot) -> None:
+        end = snap.summary.num_rows
         with self._lock:
             if not self._follow(snap):
                 return
