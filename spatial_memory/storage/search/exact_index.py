@@ -34,7 +34,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...records import MemoryRecord
+from ...algorithms.int8_bounds import approximations, bounds, code_query, rows_reaching
 from .blas import OneBlasThread, SplitProduct, product_helpers
+from .int8_rows import CodedRows, Int8Rows
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +103,7 @@ class ExactIndex:
         self._records: dict[str, MemoryRecord] = {}
         self._one_blas_thread = OneBlasThread()
         self._product = SplitProduct(product_helpers())
+        self._int8_rows = Int8Rows()  # read first by top (int8_rows.py)
         # The copy's known addresses sorted, and their rows, for the snapshot's addresses array
         # they were built from (`rows_at`): built once per change of the addresses.
         self._by_address: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
@@ -159,9 +162,16 @@ class ExactIndex:
         """(row, similarity) of the best `limit` live rows not expired at `now`, best first."""
         if snap.n == 0 or limit <= 0:
             return []
+        vector = np.asarray(query, dtype=np.float32)
+        live = self.live(snap, namespace, now)
+        coded = self._int8_rows.usable(snap.load, snap.n, snap.vectors)
         with self._one_blas_thread():  # blas.py: BLAS's own split waits for a busy core, ours does not
-            scores = self._product(snap.vectors[: snap.n], np.asarray(query, dtype=np.float32))
-        candidates = np.flatnonzero(self.live(snap, namespace, now))
+            if coded is not None:
+                found = _top_from_codes(snap, coded, vector, live, limit)
+                if found is not None:
+                    return found
+            scores = self._product(snap.vectors[: snap.n], vector)
+        candidates = np.flatnonzero(live)
         return _best(scores[candidates], candidates, limit)
 
     def top_many(
@@ -346,6 +356,36 @@ class ExactIndex:
         if code is None:
             code = self._namespace_codes[namespace] = len(self._namespace_codes)
         return code
+
+
+def _top_from_codes(
+    snap: Snapshot, coded: CodedRows, vector: np.ndarray, live: np.ndarray, limit: int
+) -> list[tuple[int, float]] | None:
+    """ExactIndex.top's answer, bit for bit, from the codes of rows [0, coded.rows), float32 products
+    of the rows they leave in reach (int8_rows.py) and of the rows after them; None when the codes
+    leave most rows in reach (the whole product is then cheaper). Under one BLAS thread."""
+    query = code_query(vector)
+    if query is None:
+        return None
+    coded_rows = coded.rows
+    after = coded_rows + np.flatnonzero(live[coded_rows:])
+    after_scores = (snap.vectors[coded_rows : snap.n] @ vector)[after - coded_rows] if after.size else _NO_SCORES
+    head = np.flatnonzero(live[:coded_rows])
+    approximate = approximations(coded.terms, query, coded.products(query.levels))
+    margins = bounds(coded.terms, query)
+    if head.size < coded_rows:  # a namespace, expired or replaced rows
+        approximate, margins = approximate[head], margins[head]
+    reach = rows_reaching(approximate, margins, after_scores, limit)
+    if reach.size > max(4 * limit, coded_rows // 4):
+        return None
+    rows = head[reach]
+    # Rows taken four at a time, as the whole product takes them: each row's sum in the same order.
+    padded = np.concatenate([rows, np.full(-rows.size % 4, rows[0] if rows.size else 0, dtype=rows.dtype)])
+    scores = (snap.vectors[padded] @ vector)[: rows.size] if rows.size else _NO_SCORES
+    return _best(np.concatenate([scores, after_scores]), np.concatenate([rows, after]), limit)
+
+
+_NO_SCORES = np.zeros(0, dtype=np.float32)
 
 
 def _best(scores: np.ndarray, candidates: np.ndarray, limit: int) -> list[tuple[int, float]]:
