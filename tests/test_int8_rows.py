@@ -153,3 +153,19 @@ def _change(written):
     from spatial_memory.storage.search.exact_index import Change
 
     return Change(written=written)
+
+
+def test_the_threshold_from_block_maxima_is_never_above_the_kth_best():
+    from spatial_memory.algorithms.int8_bounds import _below_best
+
+    rng = np.random.default_rng(4)
+    for trial in range(200):
+        values = rng.normal(size=int(rng.integers(50, 12_000)))
+        if trial % 3 == 0:  # the best values side by side (near-copies written together)
+            values[: 4 * 16] += 5
+        k = int(rng.integers(1, 60))
+        kth = np.sort(values)[-k]
+        got = _below_best(values, k)
+        assert got <= kth
+        if trial % 3:  # spread out: a few values more than k at most
+            assert np.count_nonzero(values >= got) <= 2 * k + 4

@@ -83,12 +83,13 @@ def code_query(query: np.ndarray) -> QueryCodes | None:
     first = float(np.abs(x).max(initial=0.0)) / QUERY_MAX
     if not first > 0 or not np.isfinite(first):
         return None
-    w1 = np.rint(x / first)
-    rest = x - first * w1
+    levels = np.empty((2, x.size))
+    np.rint(x / first, out=levels[0])
+    rest = x - first * levels[0]
     second = float(np.abs(rest).max()) / QUERY_MAX or 1.0
-    w2 = np.rint(rest / second)
-    left = rest - second * w2
-    levels = np.stack([w1, w2]) + QUERY_ZERO
+    np.rint(rest / second, out=levels[1])
+    left = rest - second * levels[1]
+    levels += QUERY_ZERO
     return QueryCodes(
         levels=levels.astype(np.uint8),
         steps=(first, second),
@@ -113,13 +114,23 @@ def bounds(rows: RowTerms, query: QueryCodes) -> np.ndarray:
 def rows_reaching(approximate: np.ndarray, margins: np.ndarray, exact: np.ndarray, limit: int) -> np.ndarray:
     """Which approximated rows can be among the best `limit` of all, as positions in `approximate`.
     Each row's float32 score lies within its margin of its approximation; `exact` holds the float32
-    scores of the other candidates. A row whose approximation + margin is below the limit-th largest
-    lower bound (approximation - margin, or an exact score) is beaten by at least `limit` rows."""
+    scores of the other candidates. A row whose approximation + margin is below `limit` lower
+    bounds (approximation - margin, or an exact score) is beaten by at least `limit` rows."""
     count = approximate.size + exact.size
     if count <= limit:
         return np.arange(approximate.size)
     lower = approximate - margins
     if exact.size:
         lower = np.concatenate([lower, exact])
-    threshold = np.partition(lower, count - limit)[count - limit]
-    return np.flatnonzero(approximate + margins >= threshold)
+    return np.flatnonzero(approximate + margins >= _below_best(lower, limit))
+
+
+def _below_best(values: np.ndarray, k: int, block: int = 16) -> float:
+    """A value no larger than the k-th largest of `values` (at least k of them): the k-th largest
+    of the maxima of blocks of `block` values when there are at least 4k blocks (each of the k
+    blocks with the largest maxima holds a value at least that large; a sixteenth of the values to
+    select from, and nearly always the k-th largest itself), else the k-th largest."""
+    blocks = values.size // block
+    if blocks >= 4 * k:
+        values = values[: blocks * block].reshape(blocks, block).max(axis=1)
+    return float(np.partition(values, values.size - k)[values.size - k])
