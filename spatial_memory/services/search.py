@@ -268,7 +268,10 @@ class SearchService(Service):
 
     def query_vector(self, query: str) -> np.ndarray:
         check.query_text(query)
-        return np.asarray(self._resources.embedder.embed_query(query), dtype=np.float32)
+        vector = self._resources.early_queries.take(query)
+        if vector is None:
+            vector = self._resources.embedder.embed_query(query)
+        return np.asarray(vector, dtype=np.float32)
 
     def pinned(self, namespace: str | None) -> list[MemoryRecord]:
         """The namespace's pinned memories recall lists first (Settings.max_pinned_in_recall), with

@@ -33,8 +33,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...records import MemoryRecord
 from ...algorithms.int8_bounds import approximations, bounds, code_query, rows_reaching
+from ...records import MemoryRecord
 from .blas import OneBlasThread, SplitProduct, product_helpers
 from .int8_rows import CodedRows, Int8Rows
 
