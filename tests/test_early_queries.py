@@ -129,3 +129,36 @@ def test_an_early_vector_is_the_models_own_bit_for_bit(real_embedder):
         vector = early.take(text)
         assert vector is not None and np.array_equal(vector, real_embedder.embed_query(text))
     assert early.taken == len(texts)
+
+
+def test_a_recall_whose_query_was_begun_early_answers_as_one_that_was_not(settings, real_embedder):
+    from spatial_memory.app import App
+    from spatial_memory.records import NewMemory
+    from spatial_memory.runtime.resources import Resources
+    from spatial_memory.services.results import RecallResult
+
+    app = App(Resources(settings, real_embedder))
+    app.memory.remember_batch(
+        [
+            NewMemory(content=text)
+            for text in ["The staging server runs on port 8443", "Lunch is at noon", "Port 22 is closed"]
+        ]
+    )
+    deadline = time.monotonic() + 60
+    while real_embedder.begin_query("warm") is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    early = app.resources.early_queries
+
+    def answer(result: RecallResult) -> list[tuple[str, float]]:
+        return [(m.id, m.similarity) for m in result.memories]
+
+    for query in ["which port does staging use?", "when is lunch"]:
+        plain = answer(app.search.recall(query, limit=3))
+        early.begin(query)
+        assert early.pending(query)
+        assert answer(app.search.recall(query, limit=3)) == plain
+        assert not early.pending(query)  # taken by the recall
+        early.begin(query)
+        assert app.search.hybrid_recall(query, alpha=0.3, limit=3).memories[0].id == plain[0][0]
+    assert early.taken == 4

@@ -83,6 +83,10 @@ class EarlyQueries:
                 self._pending[text] = (now, embedder.model_id, future)
                 self.begun += 1
 
+    def pending(self, text: str) -> bool:
+        """Whether `text`'s embedding was begun and is not taken yet."""
+        return text in self._pending
+
     def take(self, text: str) -> np.ndarray | None:
         """The vector begun for `text` (waiting for it to finish), or None: none was begun, the model
         changed since, or it failed (the caller embeds the text itself and meets the error)."""
