@@ -162,3 +162,14 @@ def test_a_recall_whose_query_was_begun_early_answers_as_one_that_was_not(settin
         early.begin(query)
         assert app.search.hybrid_recall(query, alpha=0.3, limit=3).memories[0].id == plain[0][0]
     assert early.taken == 4
+
+
+def test_the_fp32_path_embeds_queries_in_the_tool_only(bundled_models):
+    """A second session of fp32's graph would cost ~45 MB for a path no new store takes."""
+    from spatial_memory.embeddings import EmbeddingRouter
+
+    router = EmbeddingRouter(precision="fp32", cache_dir=bundled_models)
+    router.load()
+    assert router.begin_query("anything") is None
+    time.sleep(0.2)
+    assert router.begin_query("anything") is None

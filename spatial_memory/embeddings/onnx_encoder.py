@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from ..runtime.heap import trim
 from ..transport.cancellation import check_cancelled
 from ..transport.progress import report_progress
 from . import bert_onnx, graph_build  # bert_onnx's GRAPH_VERSION read at each use: a test moves it
@@ -346,6 +347,7 @@ class OnnxSentenceEncoder:
                     )
                 except Exception:  # noqa: BLE001 - only a head start: queries are embedded as before
                     log.warning("queries will not be embedded ahead of their requests", exc_info=True)
+                trim()  # what loading the graph freed goes back to the system (most would stay resident)
 
             self._early_thread = threading.Thread(target=make, name="early-query-session", daemon=True)
             self._early_thread.start()

@@ -261,7 +261,9 @@ class EmbeddingRouter:
                 batch_size=self._batch_size,
             )
             self.backend_name = "onnxruntime"
-            self._begin_one = encoder.begin_one
+            # Queries begun early run on a second session of the graph (onnx_encoder.begin_one): ~11 MB
+            # more on the integer paths, ~45 MB on fp32's larger kernels, for a path no new store takes.
+            self._begin_one = encoder.begin_one if self.path != "fp32" else None
             return encoder.encode, encoder.dimension
         if self.backend == "onnx":
             raise ConfigurationError("the onnx backend serves only the bundled all-MiniLM-L6-v2 model")
