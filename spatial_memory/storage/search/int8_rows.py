@@ -118,19 +118,28 @@ _UINT8, _INT8, _INT32 = 2, 3, 6
 
 
 def _product_graph(codes: np.ndarray) -> bytes:
-    """levels (uint8, 2 x dim) -> products (int32, 2 x rows): MatMulInteger(levels, codes.T, 128)."""
+    """levels (uint8, 2 x dim) -> products (int32, 2 x rows): MatMulInteger(levels, codes.T, 128).
+    The codes' bytes are copied once, into the result (they are most of it)."""
     rows, dim = codes.shape
+    raw = memoryview(np.ascontiguousarray(codes.T)).cast("B")
     node = _strings(1, "levels", "codes", "zero") + _strings(2, "products") + _strings(4, "MatMulInteger")
-    graph = (
+    codes_head = b"".join(_varint_field(1, d) for d in (dim, rows)) + _varint_field(2, _INT8) + _strings(8, "codes")
+    codes_tensor = [codes_head, _varint(9 << 3 | 2) + _varint(len(raw)), raw]
+    before = (
         _message(1, node)
         + _strings(2, "int8_rows")
-        + _message(5, _tensor("codes", _INT8, (dim, rows), np.ascontiguousarray(codes.T).tobytes()))
-        + _message(5, _tensor("zero", _UINT8, (), bytes([QUERY_ZERO])))
+        + _varint(5 << 3 | 2)
+        + _varint(sum(len(part) for part in codes_tensor))
+    )
+    after = (
+        _message(5, _tensor("zero", _UINT8, (), bytes([QUERY_ZERO])))
         + _message(11, _value("levels", _UINT8, (2, dim)))
         + _message(12, _value("products", _INT32, (2, rows)))
     )
+    graph = [before, *codes_tensor, after]
     opset = _strings(1, "") + _varint_field(2, 17)
-    return _varint_field(1, 8) + _message(7, graph) + _message(8, opset)
+    head = _varint_field(1, 8) + _varint(7 << 3 | 2) + _varint(sum(len(part) for part in graph))
+    return b"".join([head, *graph, _message(8, opset)])
 
 
 def _varint(value: int) -> bytes:
