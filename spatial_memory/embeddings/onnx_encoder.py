@@ -21,16 +21,13 @@ import logging
 import os
 import re
 import shutil
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from ..runtime.heap import trim
 from ..transport.cancellation import check_cancelled
 from ..transport.progress import report_progress
 from . import bert_onnx, graph_build  # bert_onnx's GRAPH_VERSION read at each use: a test moves it
@@ -230,10 +227,6 @@ class OnnxSentenceEncoder:
         # Spinning threads burn the shared cores between requests and hurt latency under load.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
-        self._onnx_path = onnx_path
-        self._early_session: Any = None  # begin_one's, made in the background by its first call
-        self._early_thread: threading.Thread | None = None
-        self._early_lock = threading.Lock()
         for attempt in (1, 2):
             if not onnx_path.exists():
                 log.info("building the %s ONNX graph of %s into %s (once)", precision, model_dir, onnx_path)
@@ -300,57 +293,6 @@ class OnnxSentenceEncoder:
         ids, mask = padded_batch([tokens], len(tokens))
         check_cancelled()
         return _unit_rows(self._session.run(["pooled"], {"input_ids": ids, "attention_mask": mask})[0])
-
-    def begin_one(self, text: str) -> Future[np.ndarray] | None:
-        """`encode([text])` begun on a thread of onnxruntime's own, for a query whose request has just
-        arrived (runtime/early_queries.py): no Python thread, so nothing waits for the interpreter
-        lock before the model starts. The same graph, tokens and normalisation as `encode`: the same
-        vector, bit for bit. The text is tokenized here, in the caller's thread. None until the
-        session that runs these exists (its first call makes it, in the background)."""
-        session = self._early_session
-        if session is None:
-            self._make_early_session()
-            return None
-        tokens = self._tokenizer.encode(text).ids
-        ids, mask = padded_batch([tokens], len(tokens))
-        future: Future[np.ndarray] = Future()
-
-        def done(results: list[np.ndarray], _data: object, error: str) -> None:  # on onnxruntime's thread
-            try:
-                if error:
-                    raise RuntimeError(f"onnxruntime: {error}")
-                future.set_result(_unit_rows(results[0]))
-            except Exception as exc:  # noqa: BLE001 - the taker embeds the text itself
-                future.set_exception(exc)
-
-        session.run_async(["pooled"], {"input_ids": ids, "attention_mask": mask}, done, None)
-        return future
-
-    def _make_early_session(self) -> None:
-        """begin_one's session, in a thread: the same graph, whose run_async needs an intra-op pool
-        of its own (one thread, which runs the model as this encoder's own calls do on theirs)."""
-        with self._early_lock:
-            if self._early_session is not None or self._early_thread is not None:
-                return
-
-            def make() -> None:
-                ort = graph_build.onnxruntime_module()
-                options = ort.SessionOptions()
-                options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-                options.intra_op_num_threads = 2  # the caller's slot and the one thread run_async uses
-                options.inter_op_num_threads = 1
-                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-                options.log_severity_level = 3
-                try:
-                    self._early_session = ort.InferenceSession(
-                        str(self._onnx_path), options, providers=["CPUExecutionProvider"]
-                    )
-                except Exception:  # noqa: BLE001 - only a head start: queries are embedded as before
-                    log.warning("queries will not be embedded ahead of their requests", exc_info=True)
-                trim()  # what loading the graph freed goes back to the system (most would stay resident)
-
-            self._early_thread = threading.Thread(target=make, name="early-query-session", daemon=True)
-            self._early_thread.start()
 
     def _run_side_by_side(self, run: Callable[[np.ndarray], None], batches: list[np.ndarray], total: int) -> None:
         """`run` on every batch, up to `_workers` at once; cancellation is checked and progress

@@ -16,7 +16,6 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import Future
 from pathlib import Path
 
 import numpy as np
@@ -87,8 +86,6 @@ class EmbeddingRouter:
         self._threads = threads
         self._openai_api_key = openai_api_key
         self._encode: Encode | None = None
-        # The loaded model's early start of one query (the bundled model on onnxruntime only).
-        self._begin_one: Callable[[str], Future[np.ndarray] | None] | None = None
         self._dimension: int | None = self.dimension_hint()
         self._lock = threading.Lock()
         self.backend_name = ""
@@ -137,7 +134,6 @@ class EmbeddingRouter:
                 log.info("embedding on the %s path, the one this store's vectors were written with", path)
                 self.path = path
                 self._encode = None  # a model loaded on the other path is dropped
-                self._begin_one = None
 
     def decision_band(self, threshold: float) -> float:
         """How near the threshold a similarity is decided again on fp32 vectors (0: never; decisions.py)."""
@@ -261,9 +257,6 @@ class EmbeddingRouter:
                 batch_size=self._batch_size,
             )
             self.backend_name = "onnxruntime"
-            # Queries begun early run on a second session of the graph (onnx_encoder.begin_one): ~11 MB
-            # more on the integer paths, ~45 MB on fp32's larger kernels, for a path no new store takes.
-            self._begin_one = encoder.begin_one if self.path != "fp32" else None
             return encoder.encode, encoder.dimension
         if self.backend == "onnx":
             raise ConfigurationError("the onnx backend serves only the bundled all-MiniLM-L6-v2 model")
@@ -351,9 +344,3 @@ class EmbeddingRouter:
 
     def embed_query(self, text: str) -> np.ndarray:
         return self._run([text])[0]
-
-    def begin_query(self, text: str) -> Future[np.ndarray] | None:
-        """embed_query's rows (1 x dimension) for `text`, begun on the model's own thread without
-        blocking (runtime/early_queries.py); None when the model is not loaded or cannot."""
-        begin = self._begin_one
-        return begin(text) if begin is not None and self._encode is not None else None
