@@ -121,7 +121,7 @@ def _product_graph(codes: np.ndarray) -> bytes:
     """levels (uint8, 2 x dim) -> products (int32, 2 x rows): MatMulInteger(levels, codes.T, 128).
     The codes' bytes are copied once, into the result (they are most of it)."""
     rows, dim = codes.shape
-    raw = memoryview(np.ascontiguousarray(codes.T)).cast("B")
+    raw = np.ascontiguousarray(codes.T).data.cast("B")
     node = _strings(1, "levels", "codes", "zero") + _strings(2, "products") + _strings(4, "MatMulInteger")
     codes_head = b"".join(_varint_field(1, d) for d in (dim, rows)) + _varint_field(2, _INT8) + _strings(8, "codes")
     codes_tensor = [codes_head, _varint(9 << 3 | 2) + _varint(len(raw)), raw]
