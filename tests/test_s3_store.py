@@ -393,3 +393,36 @@ def test_recall_counts_add_up_while_a_replica_has_not_seen_the_new_vector_index(
     if order == "bbaa":
         time.sleep(RECHECK_SECONDS)
     assert b.get(rows[0].id).access_count == total
+
+
+def test_a_create_that_loses_the_race_for_the_lease_table_opens_the_winners(tmp_path):
+    """Two replicas creating the lease table at the same moment: Lance refuses the second commit
+    ("Retryable commit conflict"); that replica opens the table the first one created."""
+    import lancedb
+
+    from spatial_memory.storage.writing.lease import LEASE_TABLE, open_lease_table
+
+    db = lancedb.connect(str(tmp_path))
+    winner = open_lease_table(db)
+
+    class LosesTheRace:
+        def list_tables(self):
+            return type("Listed", (), {"tables": []})()
+
+        def create_table(self, name, rows):
+            raise RuntimeError(
+                "lance error: Retryable commit conflict for version 2: preempted by concurrent transaction"
+            )
+
+        def open_table(self, name):
+            return db.open_table(name)
+
+    opened = open_lease_table(LosesTheRace())
+    assert opened.name == LEASE_TABLE and opened.count_rows() == winner.count_rows() == 2
+
+    class Broken(LosesTheRace):
+        def create_table(self, name, rows):
+            raise RuntimeError("lance error: out of disk")
+
+    with pytest.raises(RuntimeError, match="out of disk"):
+        open_lease_table(Broken())

@@ -79,6 +79,12 @@ def open_lease_table(db):
         return db.create_table(LEASE_TABLE, rows)
     except (ValueError, OSError):  # another replica created it meanwhile (its create committed first)
         return _open_created(db)
+    except RuntimeError as exc:
+        # Both creates reached the object store together: Lance lets the first commit win and
+        # refuses the other ("Retryable commit conflict ... preempted by concurrent transaction").
+        if "commit conflict" not in str(exc).lower():
+            raise
+        return _open_created(db)
 
 
 def _open_created(db):
