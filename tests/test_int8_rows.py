@@ -135,6 +135,9 @@ def test_top_through_the_codes_is_the_whole_products_answer_bit_for_bit(n, clust
         got = index.top(grown, query, 20, None, 0.0)
         assert got == whole_product_answer(grown, query, 20, None, index)
     assert index.top(grown, more[3], 1, None, 0.0)[0][0] == n + 3
+    index.invalidate()  # the copy is gone: so are its codes
+    assert index._int8_rows.usable(grown.load, grown.n, grown.vectors) is None
+    index._int8_rows.wait()
 
 
 def test_codes_that_narrow_nothing_down_leave_the_search_to_the_whole_product():

@@ -226,6 +226,7 @@ class ExactIndex:
     def _drop(self) -> None:  # under self._lock
         self._snapshot = None
         self._records = {}
+        self._int8_rows.release()
 
     def kept(self, ids: Sequence[str]) -> dict[str, MemoryRecord]:
         records = self._records

@@ -93,6 +93,10 @@ class Int8Rows:
             if current is None or current.load < load or (current.load == load and current.rows < rows):
                 self._coded = CodedRows(load, rows, terms, session)
 
+    def release(self) -> None:
+        """Drop the codes (the copy is gone: a later load codes its own rows)."""
+        self._coded = None
+
     def wait(self) -> None:
         """Until a build under way ends (tests)."""
         building = self._building
