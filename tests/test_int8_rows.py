@@ -159,7 +159,7 @@ def _change(written):
 
 
 def test_the_threshold_from_block_maxima_is_never_above_the_kth_best():
-    from spatial_memory.algorithms.int8_bounds import _below_best
+    from spatial_memory.algorithms._linalg import below_kth_largest
 
     rng = np.random.default_rng(4)
     for trial in range(200):
@@ -168,7 +168,7 @@ def test_the_threshold_from_block_maxima_is_never_above_the_kth_best():
             values[: 4 * 16] += 5
         k = int(rng.integers(1, 60))
         kth = np.sort(values)[-k]
-        got = _below_best(values, k)
+        got = below_kth_largest(values, k)
         assert got <= kth
         if trial % 3:  # spread out: a few values more than k at most
             assert np.count_nonzero(values >= got) <= 2 * k + 4

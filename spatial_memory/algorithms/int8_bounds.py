@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._linalg import below_kth_largest
+
 CODE_MAX = 63
 QUERY_MAX = 127
 QUERY_ZERO = 128  # the query levels' zero point (uint8)
@@ -122,15 +124,4 @@ def rows_reaching(approximate: np.ndarray, margins: np.ndarray, exact: np.ndarra
     lower = approximate - margins
     if exact.size:
         lower = np.concatenate([lower, exact])
-    return np.flatnonzero(approximate + margins >= _below_best(lower, limit))
-
-
-def _below_best(values: np.ndarray, k: int, block: int = 16) -> float:
-    """A value no larger than the k-th largest of `values` (at least k of them): the k-th largest
-    of the maxima of blocks of `block` values when there are at least 4k blocks (each of the k
-    blocks with the largest maxima holds a value at least that large; a sixteenth of the values to
-    select from, and nearly always the k-th largest itself), else the k-th largest."""
-    blocks = values.size // block
-    if blocks >= 4 * k:
-        values = values[: blocks * block].reshape(blocks, block).max(axis=1)
-    return float(np.partition(values, values.size - k)[values.size - k])
+    return np.flatnonzero(approximate + margins >= below_kth_largest(lower, limit))

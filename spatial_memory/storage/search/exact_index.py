@@ -33,6 +33,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ...algorithms._linalg import below_kth_largest
 from ...algorithms.int8_bounds import approximations, bounds, code_query, rows_reaching
 from ...records import MemoryRecord
 from .blas import OneBlasThread, SplitProduct, product_helpers
@@ -410,16 +411,13 @@ def _best_many(scores: np.ndarray, candidates: np.ndarray, limit: int) -> list[l
     """`_best` for each column of `scores` (candidates x queries), ties broken by row order.
 
     A full selection per query costs as much as the product when the queries are many (a batch's
-    write checks). Instead: the k-th largest of the maxima of at least k blocks of candidates is
-    no more than the k-th best score (k blocks each hold a score at least that large), so only the
-    few scores at or above it are sorted."""
+    write checks). Instead only the few scores at or above a bound no larger than the k-th best
+    (`below_kth_largest`: from block maxima) are sorted."""
     m, queries = scores.shape
     k = min(limit, m)
     if k <= 0:
         return [[] for _ in range(queries)]
-    width = max(1, m // max(4 * k, 64))
-    maxima = np.maximum.reduceat(scores, np.arange(0, m, width), axis=0)  # (blocks, queries)
-    bound = np.partition(maxima, maxima.shape[0] - k, axis=0)[maxima.shape[0] - k]
+    bound = below_kth_largest(scores, k)  # one per query
     at, query = np.nonzero(scores >= bound)
     found = scores[at, query]
     order = np.lexsort((candidates[at], -found, query))  # by query, best first, then row
