@@ -111,3 +111,49 @@ def test_stdout_carries_only_protocol(tmp_path):
     assert wire_body(responses[5]["result"])["error"] == "MemoryNotFoundError"
     assert "Traceback" not in json.dumps(responses)
     assert proc.returncode == 0, stderr
+
+
+def test_a_recalls_query_is_embedded_as_its_line_arrives(tmp_path):
+    """The stdio transport begins a recall's embedding before the SDK dispatches it
+    (runtime/early_queries.py), and the tool takes that vector: the same answers, sooner."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "spatial_memory"],
+        env=server_env(tmp_path) | {"SPATIAL_MEMORY_LOG_LEVEL": "DEBUG"},
+        cwd=str(tmp_path),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    def ask(number: int, method: str, params: dict) -> dict:
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": number, "method": method, "params": params}) + "\n")
+        proc.stdin.flush()
+        while True:
+            answer = json.loads(proc.stdout.readline())
+            if answer.get("id") == number:
+                return answer["result"]
+
+    try:
+        ask(
+            1,
+            "initialize",
+            {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+        )
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+        stored = wire_body(
+            ask(2, "tools/call", {"name": "remember", "arguments": {"content": "The staging server runs on port 8443"}})
+        )
+        found = []
+        for number in range(3, 6):  # the model is loaded (remember embedded its content)
+            result = ask(
+                number, "tools/call", {"name": "recall", "arguments": {"query": "which port does staging use?"}}
+            )
+            found.append(wire_body(result)["memories"][0]["id"])
+        proc.stdin.close()
+        proc.wait(timeout=60)
+        stderr = proc.stderr.read()
+    finally:
+        proc.kill()
+    assert found == [stored["id"]] * 3
+    assert "a query embedded from its request's arrival was taken" in stderr, stderr[-3000:]

@@ -31,6 +31,7 @@ import numpy as np
 from ..transport.cancellation import check_cancelled
 from ..transport.progress import report_progress
 from . import bert_onnx, graph_build  # bert_onnx's GRAPH_VERSION read at each use: a test moves it
+from .query_thread import QueryThread
 
 log = logging.getLogger(__name__)
 
@@ -227,6 +228,7 @@ class OnnxSentenceEncoder:
         # Spinning threads burn the shared cores between requests and hurt latency under load.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
+        self._query_thread: QueryThread[np.ndarray] = QueryThread("early-query")  # begin_one's
         for attempt in (1, 2):
             if not onnx_path.exists():
                 log.info("building the %s ONNX graph of %s into %s (once)", precision, model_dir, onnx_path)
@@ -293,6 +295,18 @@ class OnnxSentenceEncoder:
         ids, mask = padded_batch([tokens], len(tokens))
         check_cancelled()
         return _unit_rows(self._session.run(["pooled"], {"input_ids": ids, "attention_mask": mask})[0])
+
+    def begin_one(self, text: str) -> Future[np.ndarray]:
+        """`encode([text])` begun on this encoder's query thread, for a query whose request has
+        just arrived (runtime/early_queries.py): the same session, tokens and normalisation, so the
+        same vector bit for bit. Tokenized here, in the caller's thread, which holds the interpreter
+        lock anyway; the query thread takes it only to enter the model (query_thread.py)."""
+        tokens = self._tokenizer.encode(text).ids
+        ids, mask = padded_batch([tokens], len(tokens))
+        session = self._session
+        return self._query_thread.submit(
+            lambda: _unit_rows(session.run(["pooled"], {"input_ids": ids, "attention_mask": mask})[0])
+        )
 
     def _run_side_by_side(self, run: Callable[[np.ndarray], None], batches: list[np.ndarray], total: int) -> None:
         """`run` on every batch, up to `_workers` at once; cancellation is checked and progress

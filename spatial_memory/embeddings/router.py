@@ -16,6 +16,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 
 import numpy as np
@@ -86,6 +87,8 @@ class EmbeddingRouter:
         self._threads = threads
         self._openai_api_key = openai_api_key
         self._encode: Encode | None = None
+        # The loaded model's early start of one query (the bundled model on onnxruntime only).
+        self._begin_one: Callable[[str], Future[np.ndarray] | None] | None = None
         self._dimension: int | None = self.dimension_hint()
         self._lock = threading.Lock()
         self.backend_name = ""
@@ -134,6 +137,7 @@ class EmbeddingRouter:
                 log.info("embedding on the %s path, the one this store's vectors were written with", path)
                 self.path = path
                 self._encode = None  # a model loaded on the other path is dropped
+                self._begin_one = None
 
     def decision_band(self, threshold: float) -> float:
         """How near the threshold a similarity is decided again on fp32 vectors (0: never; decisions.py)."""
@@ -257,6 +261,7 @@ class EmbeddingRouter:
                 batch_size=self._batch_size,
             )
             self.backend_name = "onnxruntime"
+            self._begin_one = encoder.begin_one
             return encoder.encode, encoder.dimension
         if self.backend == "onnx":
             raise ConfigurationError("the onnx backend serves only the bundled all-MiniLM-L6-v2 model")
@@ -344,3 +349,10 @@ class EmbeddingRouter:
 
     def embed_query(self, text: str) -> np.ndarray:
         return self._run([text])[0]
+
+    def begin_query(self, text: str) -> Future[np.ndarray] | None:
+        """embed_query's rows (1 x dimension) for `text`, begun on the model's query thread without
+        waiting for it (runtime/early_queries.py); None when the model is not loaded yet or is not
+        the bundled one on onnxruntime."""
+        begin = self._begin_one
+        return begin(text) if begin is not None and self._encode is not None else None

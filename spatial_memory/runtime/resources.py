@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 from ..config import Settings
 from .changes import StoreChanges
+from .early_queries import EarlyEmbedder, EarlyQueries
 from .imports import import_heavy_modules
 from .shutdown import WorkerCalls
 from .upkeep import KeptStore, Upkeep
@@ -67,6 +68,9 @@ class Resources:
                 openai_api_key=settings.openai_api_key.get_secret_value() if settings.openai_api_key else None,
             )
         self.embedder: Embedder = embedder
+        # Query vectors begun when their request arrives, where the embedder can (the bundled model).
+        early = cast("EarlyEmbedder", embedder) if hasattr(embedder, "begin_query") else None
+        self.early_queries = EarlyQueries(early)
         self._store: MemoryStore | None = None
         self._store_lock = threading.Lock()
         self.upkeep = Upkeep(

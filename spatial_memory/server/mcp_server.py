@@ -28,9 +28,11 @@ from mcp.types import CallToolResult
 
 from ..auth.principal import current_scope
 from ..errors import PermissionDeniedError, SpatialMemoryError, ValidationError
+from ..runtime.early_queries import QueryLines
 from ..runtime.shutdown import SIGNAL_EXIT_SECONDS, exit_after
 from ..tools.calls import failure, internal_failure
 from ..tools.registry import read_only_names
+from ..tools.search import QUERY_TOOLS
 from ..transport import stdio_pipes
 from ..transport.handshake import Handover, HandshakeCache, Recorder
 from ..validation import argument_problem
@@ -99,6 +101,8 @@ class SpatialMemoryMCPServer(MCPServer):
         _announce_resource_list_changes(self._lowlevel_server)
         _advertise_extensions_at_every_version(self._lowlevel_server)
         self._schemas = {tool.name: tool.parameters for tool in tools}
+        # A recall's query starts embedding when its line arrives (runtime/early_queries.py).
+        self._query_lines = QueryLines(lambda: self.app.resources.early_queries if self.app else None, QUERY_TOOLS)
         self._read_only = read_only_names(tools)
 
     async def _end_on_signal(self, scope: anyio.CancelScope) -> None:
@@ -155,9 +159,11 @@ class SpatialMemoryMCPServer(MCPServer):
             async with AsyncExitStack() as stack:
                 if self.handover is not None:  # the handshake fast path served the wire so far
                     recorder = Recorder(self.handshake_cache, self.handover.answered)
-                    streams = await stack.enter_async_context(stdio_pipes.pipe_streams(self.handover, recorder))
+                    streams = await stack.enter_async_context(
+                        stdio_pipes.pipe_streams(self.handover, recorder, on_line=self._query_lines)
+                    )
                 elif stdio_pipes.usable():
-                    streams = await stack.enter_async_context(stdio_pipes.pipe_streams())
+                    streams = await stack.enter_async_context(stdio_pipes.pipe_streams(on_line=self._query_lines))
                 else:
                     streams = (None, None)
                 read_stream, write_stream = await stack.enter_async_context(stdio_server(*streams))

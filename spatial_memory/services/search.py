@@ -111,7 +111,8 @@ class SearchService(Service):
     ) -> _Begun:
         """Check the table version, read the pinned memories (with `pinned`; they add to the search
         depth) and start the keyword search `search_depth` deep for the limit and the pinned, all on the
-        keyword thread, while this thread embeds the query. Arguments are checked first."""
+        keyword thread, while this thread embeds the query (or here, while the query's embedding
+        begun when its request arrived ends). Arguments are checked first."""
         check.query_text(query)
         _check_alpha(alpha)
         flt = store_filter(where)
@@ -133,7 +134,13 @@ class SearchService(Service):
                     ready.set_exception(exc)
                 raise
 
-        keyword = self._pool().submit(head)
+        if self._resources.early_queries.pending(query):
+            # The query is being embedded already (runtime/early_queries.py): this thread does the
+            # rest meanwhile, with no hand-off to the keyword thread and back.
+            keyword: Future = Future()
+            keyword.set_result(head())
+        else:
+            keyword = self._pool().submit(head)
         query_vector = self.query_vector(query)  # while the version, pinned and keyword search come
         version, found = ready.result()
         return _Begun(version, found, keyword, query_vector)
@@ -268,7 +275,10 @@ class SearchService(Service):
 
     def query_vector(self, query: str) -> np.ndarray:
         check.query_text(query)
-        return np.asarray(self._resources.embedder.embed_query(query), dtype=np.float32)
+        vector = self._resources.early_queries.take(query)
+        if vector is None:
+            vector = self._resources.embedder.embed_query(query)
+        return np.asarray(vector, dtype=np.float32)
 
     def pinned(self, namespace: str | None) -> list[MemoryRecord]:
         """The namespace's pinned memories recall lists first (Settings.max_pinned_in_recall), with

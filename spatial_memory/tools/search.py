@@ -59,3 +59,6 @@ async def nearby(
 
 
 TOOLS = (recall, hybrid_recall, nearby)
+# Tools whose first step is embedding their `query`: the server begins it as their request arrives
+# (runtime/early_queries.py).
+QUERY_TOOLS = ("recall", "hybrid_recall")

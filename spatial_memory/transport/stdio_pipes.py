@@ -184,13 +184,24 @@ def claim_wire() -> tuple[int, int]:
     return wire_in, wire_out
 
 
+def _each(watchers: list[Callable[[str], None]]) -> Callable[[str], None]:
+    def watch(line: str) -> None:
+        for watcher in watchers:
+            watcher(line)
+
+    return watch
+
+
 @asynccontextmanager
 async def pipe_streams(
-    handover: Handover | None = None, recorder: Recorder | None = None
+    handover: Handover | None = None,
+    recorder: Recorder | None = None,
+    on_line: Callable[[str], None] | None = None,
 ) -> AsyncIterator[tuple[Any, Any]]:
     """(lines of stdin, writer to stdout) served by the running asyncio loop: pipes and sockets on
     the loop itself, anything else through abandonable worker threads. With `handover`, the wire
-    was claimed (and partly read) by the handshake fast path."""
+    was claimed (and partly read) by the handshake fast path. `on_line` sees each line read, before
+    the SDK does (after the recorder)."""
     loop = asyncio.get_running_loop()
     wire_in, wire_out = (handover.wire_in, handover.wire_out) if handover is not None else claim_wire()
     transports: list[asyncio.BaseTransport] = []
@@ -214,10 +225,11 @@ async def pipe_streams(
             writer = PipeWriter(asyncio.StreamWriter(write_transport, protocol, None, loop), allow=allow)
         else:
             writer = ThreadWriter(wire_out, allow=allow)
+        watchers = [w for w in (recorder.incoming if recorder is not None else None, on_line) if w is not None]
         lines = PipeLines(
             reader,
             prefix=handover.replay if handover is not None else b"",
-            on_line=recorder.incoming if recorder is not None else None,
+            on_line=watchers[0] if len(watchers) == 1 else _each(watchers) if watchers else None,
         )
         yield lines, writer
     finally:

@@ -1,0 +1,207 @@
+"""A recall's query embedded from the moment its line arrives (runtime/early_queries.py): the same
+vector as embedding it in the tool, only sooner; anything else on the wire left alone."""
+
+from __future__ import annotations
+
+import json
+import time
+from concurrent.futures import Future
+
+import numpy as np
+import pytest
+
+from spatial_memory.runtime.early_queries import EarlyQueries, QueryLines
+from spatial_memory.tools.search import QUERY_TOOLS
+
+
+class Begins:
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def begin(self, text: str) -> None:
+        self.texts.append(text)
+
+
+def call_line(name: str, arguments: object, method: str = "tools/call") -> str:
+    return json.dumps({"jsonrpc": "2.0", "id": 7, "method": method, "params": {"name": name, "arguments": arguments}})
+
+
+def test_only_a_query_of_a_tool_that_embeds_it_first_is_begun():
+    begins = Begins()
+    lines = QueryLines(lambda: begins, QUERY_TOOLS)  # type: ignore[arg-type,return-value]
+    for line in [
+        call_line("recall", {"query": "where is the deploy script", "limit": 3}),
+        call_line("hybrid_recall", {"query": "deploy", "alpha": 0.5}),
+        call_line("nearby", {"memory_id": "x"}),
+        call_line("remember", {"content": 'a note about "tools/call" and a query'}),
+        call_line("recall", {"query": 42}),
+        call_line("recall", ["query"]),
+        call_line("recall", {"query": "not a call"}, method="tools/list"),
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call"}),
+        '{"method": "tools/call", "params": ' + "[" * 100_000 + "]" * 100_000 + "}",
+        '"tools/call" garbage {',
+        json.dumps([1, "tools/call"]),
+    ]:
+        assert lines(line) is None  # nothing a line holds makes it raise
+    assert begins.texts == ["where is the deploy script", "deploy"]
+    QueryLines(lambda: None, QUERY_TOOLS)(call_line("recall", {"query": "no server app yet"}))
+
+
+@pytest.mark.anyio
+async def test_the_tools_named_embed_a_string_query(client):
+    tools = {tool.name: tool.input_schema for tool in (await client.list_tools()).tools}
+    for name in QUERY_TOOLS:
+        assert tools[name]["properties"]["query"]["type"] == "string" and "query" in tools[name]["required"]
+
+
+class Flaky:
+    """begin_query's contract without a model: a future per text, resolved by the test."""
+
+    model_id = "m1"
+    dimension = 3
+
+    def __init__(self) -> None:
+        self.futures: dict[str, Future] = {}
+
+    def begin_query(self, text: str) -> Future | None:
+        if text == "cannot":
+            return None
+        future: Future = Future()
+        self.futures[text] = future
+        return future
+
+
+def test_a_vector_is_taken_once_and_only_for_its_model():
+    embedder = Flaky()
+    early = EarlyQueries(embedder, pending=3)
+    assert early.take("never begun") is None
+    early.begin("a")
+    early.begin("a")  # under way already
+    assert list(embedder.futures) == ["a"]
+    embedder.futures["a"].set_result(np.array([[0.6, 0.8, 0.0]], dtype=np.float32))
+    assert early.take("a").tolist() == pytest.approx([0.6, 0.8, 0.0])
+    assert early.take("a") is None  # taken
+    early.begin("b")
+    embedder.model_id = "m2"  # the store moved the router to another model path
+    embedder.futures["b"].set_result(np.ones((1, 3), dtype=np.float32))
+    assert early.take("b") is None
+    early.begin("c")
+    embedder.futures["c"].set_exception(RuntimeError("model failed"))
+    assert early.take("c") is None  # the tool embeds it and meets the error itself
+    early.begin("d")
+    embedder.futures["d"].set_result(np.full((1, 3), np.nan, dtype=np.float32))
+    assert early.take("d") is None
+    early.begin("cannot")
+    assert early.take("cannot") is None
+    for text in ["e", "f", "g", "h"]:  # a fourth pending one drops the oldest
+        early.begin(text)
+        embedder.futures[text].set_result(np.ones((1, 3), dtype=np.float32))
+    assert early.take("e") is None and early.take("h") is not None
+    assert early.taken == 2
+    EarlyQueries(None).begin("no embedder")
+    EarlyQueries(embedder).begin("x" * 20_000)  # longer than any query: left to the tool's check
+
+
+def test_old_pending_vectors_are_dropped(monkeypatch):
+    embedder = Flaky()
+    early = EarlyQueries(embedder, max_age=10.0)
+    clock = [100.0]
+    monkeypatch.setattr(time, "monotonic", lambda: clock[0])
+    early.begin("old")
+    clock[0] += 11
+    early.begin("new")
+    embedder.futures["old"].set_result(np.ones((1, 3), dtype=np.float32))
+    assert early.take("old") is None
+
+
+def test_an_early_vector_is_the_models_own_bit_for_bit(real_embedder):
+    from spatial_memory.evaluation.soak import short_texts
+
+    early = EarlyQueries(real_embedder, pending=64)
+    texts = [*short_texts(40, seed=8), "ok", "a longer query about what the team decided for the release " * 6]
+    real_embedder.load()
+    for text in texts:
+        early.begin(text)
+    for text in texts:
+        vector = early.take(text)
+        assert vector is not None and np.array_equal(vector, real_embedder.embed_query(text))
+    assert early.taken == len(texts)
+
+
+def test_a_recall_whose_query_was_begun_early_answers_as_one_that_was_not(settings, real_embedder):
+    from spatial_memory.app import App
+    from spatial_memory.records import NewMemory
+    from spatial_memory.runtime.resources import Resources
+    from spatial_memory.services.results import RecallResult
+
+    app = App(Resources(settings, real_embedder))
+    app.memory.remember_batch(
+        [
+            NewMemory(content=text)
+            for text in ["The staging server runs on port 8443", "Lunch is at noon", "Port 22 is closed"]
+        ]
+    )
+    early = app.resources.early_queries
+
+    def answer(result: RecallResult) -> list[tuple[str, float]]:
+        return [(m.id, m.similarity) for m in result.memories]
+
+    for query in ["which port does staging use?", "when is lunch"]:
+        plain = answer(app.search.recall(query, limit=3))
+        early.begin(query)
+        assert early.pending(query)
+        assert answer(app.search.recall(query, limit=3)) == plain
+        assert not early.pending(query)  # taken by the recall
+        early.begin(query)
+        assert app.search.hybrid_recall(query, alpha=0.3, limit=3).memories[0].id == plain[0][0]
+    assert early.taken == 4
+
+
+def test_every_onnx_path_begins_queries_in_its_one_session(bundled_models):
+    """fp32 too: the query thread runs the encoder's own session, so beginning early costs no memory."""
+    from spatial_memory.embeddings import EmbeddingRouter
+
+    router = EmbeddingRouter(precision="fp32", cache_dir=bundled_models)
+    assert router.begin_query("not loaded yet") is None  # the tool embeds it, loading the model
+    router.load()
+    future = router.begin_query("which port does staging use?")
+    assert future is not None
+    assert np.array_equal(future.result(timeout=60)[0], router.embed_query("which port does staging use?"))
+
+
+def test_the_query_thread_hurries_the_lock_only_until_it_has_its_work():
+    import sys
+    import threading
+
+    from spatial_memory.embeddings.query_thread import HURRIED_SWITCH_INTERVAL, QueryThread
+
+    usual = sys.getswitchinterval()
+    thread: QueryThread[int] = QueryThread("test-query")
+    gate = threading.Event()
+    seen: list[float] = []
+
+    def first() -> int:
+        seen.append(sys.getswitchinterval())
+        gate.wait(10)
+        return 1
+
+    futures = [thread.submit(first)]
+    futures.append(thread.submit(lambda: seen.append(sys.getswitchinterval()) or 2))  # queued behind the first
+    assert thread.hurried and sys.getswitchinterval() == pytest.approx(HURRIED_SWITCH_INTERVAL)
+    gate.set()
+    assert [f.result(10) for f in futures] == [1, 2]
+    assert seen[0] == pytest.approx(HURRIED_SWITCH_INTERVAL)  # still work waiting when the first began
+    assert seen[1] == pytest.approx(usual) and not thread.hurried
+    assert sys.getswitchinterval() == pytest.approx(usual)
+
+    def fails() -> int:
+        raise RuntimeError("model failed")
+
+    with pytest.raises(RuntimeError, match="model failed"):
+        thread.submit(fails).result(10)
+    assert thread.submit(lambda: 3).result(10) == 3  # the thread lives on
+    deadline = time.monotonic() + 10
+    while thread.hurried:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert sys.getswitchinterval() == pytest.approx(usual)
