@@ -531,3 +531,36 @@ def test_a_cause_or_fix_ranks_above_a_memory_that_restates_the_error() -> None:
     assert order[0] == 1
     plain = CandidateArrays.from_texts([0.6, 0.6], texts, [5.0, 5.0])  # no form known: no form term
     assert plain.form is None and len(rank(ranking.query_features("why", []), plain)[0]) == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "form"),
+    [
+        ("The root cause was a stale lock file", 1.0),
+        ("ROOT CAUSE: the cache outlived the schema", 1.0),
+        ("the FIX IS to pin the version", 1.0),
+        ("Fixed: the login loop", 1.0),
+        ("to fix it, restart the worker", 1.0),
+        ("it was caused by a race in the pool", 1.0),
+        ("Resolved this by pinning numpy", 1.0),
+        ("The fıx was a retry (a dotless i reads as i)", 1.0),
+        ("the ſolution is a retry (a long s reads as s)", 1.0),
+        ("The fix is in; ValueError: bad input", 1.0),  # a fix stated wins over the error beside it
+        ("Traceback (most recent call last):", -1.0),
+        ("raise ValueError: bad input", -1.0),
+        ("KeyError: 'user'", -1.0),
+        ("error[E0308]: mismatched types", -1.0),
+        ("npm ERR! code ENOENT", -1.0),
+        ("Command `make` failed: exit 2", -1.0),
+        ("fatal: not a git repository", -1.0),
+        ("zsh: command not found: uvx", -1.0),
+        ("cat: x: No such file or directory", -1.0),
+        ("ERROR: something went wrong", 0.0),  # the patterns' case: not a restated error
+        ("fixes are welcome", 0.0),
+        ("an issue about the weather", 0.0),
+        ("Ünïcode text with no answer", 0.0),
+        ("", 0.0),
+    ],
+)
+def test_answer_forms_of_a_text(text: str, form: float) -> None:
+    assert answer_forms([text, None]).tolist() == [form, 0.0]
