@@ -110,7 +110,7 @@ def test_old_pending_vectors_are_dropped(monkeypatch):
     early.begin("old")
     clock[0] += 11
     early.begin("new")
-    embedder.futures["old"].set_result(np.ones((1, 3), dtype=np.float32))
+    assert embedder.futures["old"].cancelled()  # dropped before it began: it never will
     assert early.take("old") is None
 
 
@@ -205,3 +205,47 @@ def test_the_query_thread_hurries_the_lock_only_until_it_has_its_work():
         assert time.monotonic() < deadline
         time.sleep(0.01)
     assert sys.getswitchinterval() == pytest.approx(usual)
+
+
+def test_a_query_still_queued_is_withdrawn_and_embedded_by_its_tool():
+    """Queries begun faster than one thread embeds them: a tool whose query has not started takes it
+    back (and embeds it itself, as soon), and one pushed out of the pending ones never runs."""
+    import threading
+
+    from spatial_memory.embeddings.query_thread import QueryThread
+
+    gate = threading.Event()
+    ran: list[str] = []
+
+    class Queued:
+        model_id = "m1"
+        dimension = 3
+
+        def __init__(self) -> None:
+            self.thread: QueryThread[np.ndarray] = QueryThread("test-early")
+
+        def begin_query(self, text: str) -> Future:
+            def embed() -> np.ndarray:
+                gate.wait(10)
+                ran.append(text)
+                return np.array([[1.0, 0.0, 0.0]], dtype=np.float32)
+
+            return self.thread.submit(embed)
+
+    early = EarlyQueries(Queued(), pending=2)
+    early.begin("first")  # running, held at the gate
+    deadline = time.monotonic() + 10
+    while not early._pending["first"][2].running():  # noqa: SLF001 - waiting for the thread to start it
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    early.begin("second")  # queued behind it
+    assert early.take("second") is None  # withdrawn: the tool embeds it
+    early.begin("third")
+    early.begin("fourth")  # pushes "first" out (it runs on, untaken); "third" is now the oldest
+    early.begin("fifth")  # pushes "third" out before it ever ran
+    gate.set()
+    while len(ran) < 3:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert early.take("fifth") is not None
+    assert ran == ["first", "fourth", "fifth"]

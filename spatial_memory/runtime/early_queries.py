@@ -71,7 +71,7 @@ class EarlyQueries:
             while self._pending and (
                 len(self._pending) >= self._capacity or now - next(iter(self._pending.values()))[0] > self._max_age
             ):
-                self._pending.popitem(last=False)
+                self._pending.popitem(last=False)[1][2].cancel()  # not begun yet: never will be
             try:
                 future = embedder.begin_query(text)
             except Exception:  # noqa: BLE001 - only a head start: the request embeds it and meets any error
@@ -86,8 +86,9 @@ class EarlyQueries:
         return text in self._pending
 
     def take(self, text: str) -> np.ndarray | None:
-        """The vector begun for `text` (waiting for it to finish), or None: none was begun, the model
-        changed since, or it failed (the caller embeds the text itself and meets the error)."""
+        """The vector begun for `text` (waiting for it to finish), or None: none was begun, it has not
+        started yet (queued behind others: it is withdrawn), the model changed since, or it failed
+        (the caller embeds the text itself and meets the error)."""
         if not self._pending:  # read without the lock: a miss costs no more than this
             return None
         with self._lock:
@@ -95,6 +96,8 @@ class EarlyQueries:
         if entry is None or self._embedder is None:
             return None
         _, model_id, future = entry
+        if future.cancel():  # still queued behind other queries: embedding it here is as soon
+            return None
         if model_id != self._embedder.model_id:
             return None
         try:
