@@ -21,6 +21,7 @@ from ...records import MemoryRecord
 from ..repair.recovery import Damage, open_last_good
 from .connection import LARGE_INDEX_CACHE_BYTES, SMALL_INDEX_CACHE_BYTES, connect, in_one_trip, is_remote
 from .schema import ADDED_COLUMNS, MODEL_KEY, TABLE_NAME, memory_schema, records_to_arrow
+from .version_watch import VersionWatch
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,10 @@ class MemoryTable:
         self._pinned = threading.local()  # the version `one_version` read, per thread
         self._same_data: dict[int, int] = {}  # version after a compaction -> data_version before it
         self._side_tables: dict[str, tuple[Any, Any]] = {}  # name -> (connection, table)
+        self._versions = VersionWatch(
+            None if is_remote(path) else Path(path) / f"{TABLE_NAME}.lance" / "_versions",
+            lambda: self.handle.version,
+        )
         # Two servers starting on a new store create the table once.
         with nullcontext() if read_only else creation_lock:
             if TABLE_NAME in db.list_tables().tables:
@@ -127,6 +132,7 @@ class MemoryTable:
             log.warning("could not reopen the memory store after compaction: %s", exc)
             return False
         self.db, self.handle = db, handle
+        self._versions.forget()
         return True
 
     def side_table(self, name: str, schema_of: Callable[[], pa.Schema] | None, *, create: bool) -> Any:
@@ -162,9 +168,12 @@ class MemoryTable:
 
     @property
     def version(self) -> int:
-        """The table's version: the newest one, or the one this thread's `one_version` read."""
+        """The table's version: the newest one (version_watch.py: LanceDB is asked only when the
+        table's version files may have changed), or the one this thread's `one_version` read."""
         pinned = getattr(self._pinned, "version", None)
-        return self.handle.version if pinned is None else pinned
+        if pinned is not None:
+            return pinned
+        return self._versions.current() if self.damage is None else self.handle.version
 
     @contextmanager
     def one_version(self, version: int | None = None) -> Iterator[int]:
