@@ -136,9 +136,13 @@ class SearchService(Service):
 
         if self._resources.early_queries.pending(query):
             # The query is being embedded already (runtime/early_queries.py): this thread does the
-            # rest meanwhile, with no hand-off to the keyword thread and back.
+            # rest meanwhile, with no hand-off to the keyword thread and back, and works out the
+            # keyword candidates' text features the ranking will look up (TextFeatures keeps them).
             keyword: Future = Future()
-            keyword.set_result(head())
+            by_keyword = head()
+            keyword.set_result(by_keyword)
+            if by_keyword is not None:
+                self._text_features.all_of(by_keyword[0].content)
         else:
             keyword = self._pool().submit(head)
         query_vector = self.query_vector(query)  # while the version, pinned and keyword search come
