@@ -60,7 +60,8 @@ class EarlyQueries:
 
     def begin(self, text: str) -> None:
         """Begin embedding `text` as a query, unless the model cannot yet (still loading: the request
-        will embed it then) or it is already under way. Never blocks: called from the event loop."""
+        will embed it then) or it is already under way. Called from the event loop: waits at most
+        for the model's query thread to take the work (embeddings/query_thread.py), never for it."""
         embedder = self._embedder
         if embedder is None or not text or len(text) > MAX_QUERY_CHARS:
             return
