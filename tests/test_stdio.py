@@ -42,6 +42,19 @@ async def test_stdio_session_end_to_end(tmp_path):
     assert not any(p.name.startswith("lancedb") for p in tmp_path.iterdir() if p.name != "store")
 
 
+def debug_server(tmp_path) -> subprocess.Popen:
+    """The server on stdio pipes (text), logging at DEBUG to its stderr."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "spatial_memory"],
+        env=server_env(tmp_path) | {"SPATIAL_MEMORY_LOG_LEVEL": "DEBUG"},
+        cwd=str(tmp_path),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def test_stdout_carries_only_protocol(tmp_path):
     messages = [
         {
@@ -75,15 +88,7 @@ def test_stdout_carries_only_protocol(tmp_path):
             "params": {"name": "nearby", "arguments": {"memory_id": "nope"}},
         },
     ]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "spatial_memory"],
-        env=server_env(tmp_path) | {"SPATIAL_MEMORY_LOG_LEVEL": "DEBUG"},
-        cwd=str(tmp_path),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = debug_server(tmp_path)
     responses = {}
     try:
         for message in messages:
@@ -116,15 +121,7 @@ def test_stdout_carries_only_protocol(tmp_path):
 def test_a_recalls_query_is_embedded_as_its_line_arrives(tmp_path):
     """The stdio transport begins a recall's embedding before the SDK dispatches it
     (runtime/early_queries.py), and the tool takes that vector: the same answers, sooner."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "spatial_memory"],
-        env=server_env(tmp_path) | {"SPATIAL_MEMORY_LOG_LEVEL": "DEBUG"},
-        cwd=str(tmp_path),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = debug_server(tmp_path)
 
     def ask(number: int, method: str, params: dict) -> dict:
         proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": number, "method": method, "params": params}) + "\n")
