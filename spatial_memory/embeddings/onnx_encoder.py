@@ -271,7 +271,7 @@ class OnnxSentenceEncoder:
 
         def run(idx: np.ndarray) -> None:
             ids, mask = padded_batch([encodings[i].ids for i in idx], int(lengths[idx[-1]]))
-            out[idx] = self._session.run(["pooled"], {"input_ids": ids, "attention_mask": mask})[0]
+            out[idx] = self._pooled(ids, mask)
 
         if len(batches) == 1 or self._workers == 1:
             done = 0
@@ -291,22 +291,25 @@ class OnnxSentenceEncoder:
         tokenized without encode_batch, which lets go of the GIL: a thread started beside the query
         (recall's keyword search) would take it and hold it until done, so the model would start
         only after it. Held, the GIL is released at the model call."""
-        tokens = self._tokenizer.encode(text).ids
-        ids, mask = padded_batch([tokens], len(tokens))
+        ids, mask = self._inputs_of_one(text)
         check_cancelled()
-        return _unit_rows(self._session.run(["pooled"], {"input_ids": ids, "attention_mask": mask})[0])
+        return _unit_rows(self._pooled(ids, mask))
 
     def begin_one(self, text: str) -> Future[np.ndarray]:
         """`encode([text])` begun on this encoder's query thread, for a query whose request has
         just arrived (runtime/early_queries.py): the same session, tokens and normalisation, so the
         same vector bit for bit. Tokenized here, in the caller's thread, which holds the interpreter
         lock anyway; the query thread takes it only to enter the model (query_thread.py)."""
+        ids, mask = self._inputs_of_one(text)
+        return self._query_thread.submit(lambda: _unit_rows(self._pooled(ids, mask)))
+
+    def _inputs_of_one(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         tokens = self._tokenizer.encode(text).ids
-        ids, mask = padded_batch([tokens], len(tokens))
-        session = self._session
-        return self._query_thread.submit(
-            lambda: _unit_rows(session.run(["pooled"], {"input_ids": ids, "attention_mask": mask})[0])
-        )
+        return padded_batch([tokens], len(tokens))
+
+    def _pooled(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """The model's pooled rows (not yet unit length) for a padded batch."""
+        return self._session.run(["pooled"], {"input_ids": ids, "attention_mask": mask})[0]
 
     def _run_side_by_side(self, run: Callable[[np.ndarray], None], batches: list[np.ndarray], total: int) -> None:
         """`run` on every batch, up to `_workers` at once; cancellation is checked and progress
