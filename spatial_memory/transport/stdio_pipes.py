@@ -21,7 +21,7 @@ import asyncio
 import os
 import stat
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -66,17 +66,17 @@ class PipeLines:
         self,
         reader: asyncio.StreamReader | ThreadReader,
         prefix: bytes = b"",
-        on_line: Callable[[str], None] | None = None,
+        watchers: Sequence[Callable[[str], None]] = (),
     ) -> None:
         self._reader = reader
         self._buffer = bytearray(prefix)  # read from the wire before this reader existed
         self._scanned = 0  # bytes of the buffer already known to hold no newline
-        self._on_line = on_line
+        self._watchers = tuple(watchers)  # each sees every line, in order, before it is returned
 
     async def __anext__(self) -> str:
         line = await self._next()
-        if self._on_line is not None:
-            self._on_line(line)
+        for watch in self._watchers:
+            watch(line)
         return line
 
     def __aiter__(self) -> PipeLines:
@@ -184,14 +184,6 @@ def claim_wire() -> tuple[int, int]:
     return wire_in, wire_out
 
 
-def _each(watchers: list[Callable[[str], None]]) -> Callable[[str], None]:
-    def watch(line: str) -> None:
-        for watcher in watchers:
-            watcher(line)
-
-    return watch
-
-
 @asynccontextmanager
 async def pipe_streams(
     handover: Handover | None = None,
@@ -226,11 +218,7 @@ async def pipe_streams(
         else:
             writer = ThreadWriter(wire_out, allow=allow)
         watchers = [w for w in (recorder.incoming if recorder is not None else None, on_line) if w is not None]
-        lines = PipeLines(
-            reader,
-            prefix=handover.replay if handover is not None else b"",
-            on_line=watchers[0] if len(watchers) == 1 else _each(watchers) if watchers else None,
-        )
+        lines = PipeLines(reader, prefix=handover.replay if handover is not None else b"", watchers=watchers)
         yield lines, writer
     finally:
         for transport in transports:
