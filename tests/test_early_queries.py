@@ -4,6 +4,7 @@ vector as embedding it in the tool, only sooner; anything else on the wire left 
 from __future__ import annotations
 
 import json
+import os
 import time
 from concurrent.futures import Future
 
@@ -238,3 +239,31 @@ def test_a_query_still_queued_is_withdrawn_and_embedded_by_its_tool():
         time.sleep(0.01)
     assert early.take("fifth") is not None
     assert ran == ["first", "fourth", "fifth"]
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2, reason="needs two cores to choose from"
+)
+def test_the_query_thread_runs_beside_its_caller():
+    """Each piece of work runs on a core other than the one its caller (the event loop) is on, so
+    the two do not queue for one core; a caller on another core moves it again."""
+    from spatial_memory.embeddings.query_thread import QueryThread
+
+    allowed = os.sched_getaffinity(0)
+    thread: QueryThread[set[int]] = QueryThread("test-beside")
+    try:
+        for cpu in sorted(allowed)[:2]:
+            os.sched_setaffinity(0, {cpu})  # this (calling) thread only
+            assert thread.submit(lambda: os.sched_getaffinity(0)).result(10) == allowed - {cpu}
+    finally:
+        os.sched_setaffinity(0, allowed)
+
+
+def test_where_cores_cannot_be_chosen_the_query_thread_is_left_where_it_is(monkeypatch):
+    from spatial_memory.embeddings import query_thread
+
+    monkeypatch.setattr(query_thread.sys, "platform", "darwin")
+    thread: query_thread.QueryThread[int] = query_thread.QueryThread("test-anywhere")
+    assert thread.submit(lambda: 5).result(10) == 5
+    if hasattr(os, "sched_getaffinity"):
+        assert os.sched_getaffinity(thread._thread.native_id) == os.sched_getaffinity(0)  # noqa: SLF001
