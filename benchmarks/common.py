@@ -137,3 +137,29 @@ def machine() -> dict[str, Any]:
         "platform": platform.platform(),
         "processor": platform.processor() or platform.machine(),
     }
+
+
+# A typical latency-section query (short_texts' kind, 22 tokens).
+PROBE_QUERY = "The mobile app was rewritten for gRPC streaming until further notice. (note 0)"
+_probe_model: list[Any] = []
+
+
+def host_probe_ms(models: Path, runs: int = 200) -> float:
+    """How fast this host is right now: the median time of the bundled model (a new store's path)
+    embedding PROBE_QUERY in this process, warm, in ms. Shared hosts swing by a third within
+    minutes, and every latency scales with them: a figure read beside its probe can be compared
+    with one taken at another moment."""
+    if not _probe_model:
+        from spatial_memory.embeddings.onnx_encoder import OnnxSentenceEncoder, bundled_model_dir
+        from spatial_memory.embeddings.router import NEW_STORE_PATH
+
+        _probe_model.append(OnnxSentenceEncoder(bundled_model_dir(), models, precision=NEW_STORE_PATH))
+    model = _probe_model[0]
+    for _ in range(20):
+        model.encode([PROBE_QUERY])
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        model.encode([PROBE_QUERY])
+        samples.append((time.perf_counter() - start) * 1000)
+    return round(statistics.median(samples), 2)

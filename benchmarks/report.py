@@ -60,7 +60,7 @@ def targets(cold, ingest, latency) -> list[dict[str, Any]]:
                 }
             )
     rows = (latency or {}).get("rows", [])
-    for n, limit in ((1000, None), (10000, 15.0), (100000, None), (1000000, 40.0)):
+    for n, limit in ((1000, None), (10000, 10.0), (100000, None), (1000000, 40.0)):
         row = _row(rows, n)
         if not row:
             continue

@@ -21,7 +21,7 @@ from spatial_memory.evaluation import locomo
 from spatial_memory.evaluation.soak import open_fds, rss_mb, short_texts
 
 from . import reference
-from .common import call, call_result, percentiles, print_table, server, write_json
+from .common import call, call_result, host_probe_ms, percentiles, print_table, server, write_json
 
 if TYPE_CHECKING:
     import numpy as np
@@ -304,11 +304,14 @@ def latency_store(root: Path, n: int) -> Path:
     return store
 
 
-async def latency(root: Path, sizes: tuple[int, ...], queries: int = 200) -> dict[str, Any]:
+async def latency(root: Path, sizes: tuple[int, ...], queries: int = 200, rounds: int = 3) -> dict[str, Any]:
+    """Per size, `rounds` rounds of `queries` calls of each tool in turn in one server (other
+    questions each round), the host probed before each round (common.host_probe_ms); p50 and p95
+    over every round's calls, and each round's recall p50 beside its probe."""
     rows = []
+    models = _shared_models(root)
     for n in sizes:
         store = latency_store(root, n)
-        questions = short_texts(queries, seed=12345)
         async with server(store) as (client, pid):
             tools = {t.name for t in (await client.list_tools()).tools}
             await call(client, "recall", {"query": "warm-up"})
@@ -316,27 +319,34 @@ async def latency(root: Path, sizes: tuple[int, ...], queries: int = 200) -> dic
             row: dict[str, Any] = {"memories": n}
             timings: dict[str, list[float]] = {"recall": [], "recall_ns": [], "hybrid_recall": [], "nearby": []}
             validation: list[float] = []
+            round_p50: list[float] = []
+            probes: list[float] = []
             fds_before = open_fds(pid) if pid else -1
             index_before = vector_index_state(store) if n >= ANN_CHECK_FROM else ""
-            for i, q in enumerate(questions):
-                for name, args in (
-                    ("recall", {"query": q, "limit": 10}),
-                    ("recall_ns", {"query": q, "limit": 10, "namespace": "ns3"}),
-                    ("hybrid_recall", {"query": q, "limit": 10}),
-                    ("nearby", {"memory_id": ids[i % len(ids)], "limit": 10}),
-                ):
-                    tool = "recall" if name == "recall_ns" else name
-                    if tool not in tools:
-                        continue
-                    t = time.perf_counter()
-                    result = await call_result(client, tool, args)
-                    timings[name].append((time.perf_counter() - t) * 1000)
-                    if name == "recall":
-                        # The SDK client re-validates every result against the tool's output schema;
-                        # timing that step again shows how much of the round trip is the client's.
+            for r in range(rounds):
+                probes.append(host_probe_ms(models))
+                recalls_before = len(timings["recall"])
+                for i, q in enumerate(short_texts(queries, seed=12345 + r)):
+                    for name, args in (
+                        ("recall", {"query": q, "limit": 10}),
+                        ("recall_ns", {"query": q, "limit": 10, "namespace": "ns3"}),
+                        ("hybrid_recall", {"query": q, "limit": 10}),
+                        ("nearby", {"memory_id": ids[i % len(ids)], "limit": 10}),
+                    ):
+                        tool = "recall" if name == "recall_ns" else name
+                        if tool not in tools:
+                            continue
                         t = time.perf_counter()
-                        await client.session.validate_tool_result(tool, result)
-                        validation.append((time.perf_counter() - t) * 1000)
+                        result = await call_result(client, tool, args)
+                        timings[name].append((time.perf_counter() - t) * 1000)
+                        if name == "recall":
+                            # The SDK client re-validates every result against the tool's output schema;
+                            # timing that step again shows how much of the round trip is the client's.
+                            t = time.perf_counter()
+                            await client.session.validate_tool_result(tool, result)
+                            validation.append((time.perf_counter() - t) * 1000)
+                if len(timings["recall"]) > recalls_before:
+                    round_p50.append(percentiles(timings["recall"][recalls_before:])["p50_ms"])
             if validation:
                 row["recall_client_validation_p50_ms"] = percentiles(validation)["p50_ms"]
             for name, samples in timings.items():
@@ -344,12 +354,14 @@ async def latency(root: Path, sizes: tuple[int, ...], queries: int = 200) -> dic
                     stats = percentiles(samples)
                     row[f"{name}_p50_ms"] = stats["p50_ms"]
                     row[f"{name}_p95_ms"] = stats["p95_ms"]
+            row["recall_p50_by_round_ms"] = " / ".join(f"{p:g}" for p in round_p50)
+            row["host_probe_by_round_ms"] = " / ".join(f"{p:g}" for p in probes)
             memory = rss_mb(pid) if pid else {}
             row["peak_rss_mb"] = memory.get("peak_rss_mb")
             row["open_fds_before_after"] = f"{fds_before}->{open_fds(pid) if pid else -1}"
             if n >= ANN_CHECK_FROM:
                 row["vector_index_before_after"] = f"{index_before} -> {vector_index_state(store)}"
-                row.update(await ann_recall(client, store, questions[:50]))
+                row.update(await ann_recall(client, store, short_texts(queries, seed=12345)[:50]))
         rows.append(row)
     print_table("Query latency through the protocol (ms)", rows)
     return {"rows": rows}
@@ -468,7 +480,7 @@ async def main_async(args: argparse.Namespace) -> None:
                 for n in sizes:
                     latency_store(root, n)
                 return
-            results["latency"] = await latency(root, sizes)
+            results["latency"] = await latency(root, sizes, rounds=args.latency_rounds)
         if "spatial" in only:
             results["spatial"] = await spatial(root, tuple(int(x) for x in args.spatial_sizes.split(",")))
         if "changes" in only:
@@ -499,6 +511,7 @@ def main() -> None:
     parser.add_argument("--alphas", default="0.35,0.5", help="hybrid_recall alphas for the quality section")
     parser.add_argument("--ingest-sizes", default="1000,10000")
     parser.add_argument("--latency-sizes", default="1000,10000")
+    parser.add_argument("--latency-rounds", type=int, default=3, help="rounds of the latency section per size")
     parser.add_argument("--spatial-sizes", default="1000,5000")
     parser.add_argument(
         "--reference",
