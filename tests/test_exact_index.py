@@ -220,6 +220,37 @@ def test_gets_and_vectors_come_back_current(tmp_path):
     assert store.get(records[0].id).access_count == 3
 
 
+def test_recalls_access_counts_leave_the_copy_whole(tmp_path, monkeypatch):
+    """Recall's access counts rewrite rows in LanceDB (a new address, new access columns) after
+    every pause of a session: the copy lays the counts it is told over its summary and keeps every
+    other column, so searches and the records they return need no LanceDB read, and those records
+    hold what LanceDB holds."""
+    rng = np.random.default_rng(21)
+    store = MemoryStore(tmp_path / "db", "m", DIM, compact_fragment_threshold=1000)
+    records = [record(rng, str(rng.choice(["a", "b"])), content=f"note {i} about the deploy") for i in range(30)]
+    store.add(records)
+    store.search(records[0].vector, 3)  # loads the copy
+    first = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=timezone.utc)
+    later = datetime(2026, 1, 3, 4, 5, 6, 789012, tzinfo=timezone.utc)
+    store.record_access({records[0].id: 1, records[1].id: 2, records[2].id: 2}, when=first)
+    store.record_access({records[0].id: 3}, when=later)  # counts add up over the summary's
+    snap = store.exact.snapshot()
+    assert snap.current_summary.all() and store.exact.index.unresolved(snap) == []
+    monkeypatch.setattr(store.table, "scan", lambda *a, **k: pytest.fail("read from LanceDB"))
+    monkeypatch.setattr(store.table.handle, "take_row_ids", lambda *a, **k: pytest.fail("read from LanceDB"))
+    rows = [snap.positions[r.id] for r in records[:4]]
+    got = [(r.access_count, r.last_accessed) for r in store.exact.fetch_rows(snap, rows, with_vectors=False)]
+    assert got[:3] == [(4, later), (2, first), (2, first)] and got[3][0] == 0
+    found, _ = store.fts_candidates("deploy", 10, None)
+    assert len(found) == 10 and all(r is None for r in found.records)  # from the copy's columns
+    monkeypatch.undo()
+    fresh = MemoryStore(tmp_path / "db", "m", DIM)  # LanceDB's rows, read by a store of its own
+    for r in records[:4]:
+        mine, theirs = store.get(r.id), fresh.get(r.id)
+        assert (mine.access_count, mine.last_accessed) == (theirs.access_count, theirs.last_accessed)
+    assert_same(store, tmp_path / "db", rng, ["a", "b"])
+
+
 def test_rows_this_process_writes_need_no_address_lookup(tmp_path):
     """The copy holds the columns of the rows this process writes: the upkeep thread looks up
     no address after a write, and searches read those rows without LanceDB."""
@@ -266,9 +297,7 @@ def test_compaction_keeps_the_copy_and_upkeep_finds_rewritten_rows(tmp_path, mon
     snap = store.exact.snapshot()
     # Every row's columns are in the copy: no read needs the addresses the compaction moved.
     assert store.exact.index.unresolved(snap) == []
-    store.record_access({live[1].id: 2})  # a rewrite after the compaction: LanceDB holds its columns
-    assert store.exact.index.unresolved(store.exact.snapshot()) == [live[1].id]
-    store.refresh_exact()  # upkeep looks up its new address
+    store.record_access({live[1].id: 2})  # a rewrite after the compaction: the copy is told its new counts
     assert store.exact.index.unresolved(store.exact.snapshot()) == []
     assert store.get(live[1].id).access_count == 2
     assert store.get(live[0].id).access_count == 4
@@ -277,16 +306,22 @@ def test_compaction_keeps_the_copy_and_upkeep_finds_rewritten_rows(tmp_path, mon
 
 
 def test_rows_rewritten_in_bulk_are_read_at_their_looked_up_addresses(tmp_path, monkeypatch):
-    """Past RESOLVE_BY_ID_MAX rewritten rows, upkeep looks up their addresses with one scan of the id
-    column (keeping no record), and reads then take the rows at those addresses."""
+    """Past RESOLVE_BY_ID_MAX rows LanceDB rewrote without the copy being told their columns, upkeep
+    looks up their addresses with one scan of the id column (keeping no record), and reads then take
+    the rows at those addresses."""
     import spatial_memory.storage.search.exact_search as exact_search
+    import spatial_memory.storage.side_tables.access_counts as access_counts
+    from spatial_memory.storage.search.exact_index import Change
 
     rng = np.random.default_rng(11)
     store = MemoryStore(tmp_path / "db", "m", DIM)
     records = [record(rng, content=f"note {i}") for i in range(exact_search.RESOLVE_BY_ID_MAX + 76)]
     store.add(records)
     store.search(records[0].vector, 3)  # loads the copy
+    # Access counts say what they wrote; a rewrite whose values the copy is not told is read again.
+    monkeypatch.setattr(access_counts, "Change", lambda moved, **_: Change(moved=moved))
     store.record_access({r.id: 1 + i % 3 for i, r in enumerate(records)})  # LanceDB rewrites every row
+    monkeypatch.undo()
     store.refresh_exact()
     assert store.exact.index.unresolved(store.exact.snapshot()) == []
     taken = []

@@ -17,7 +17,11 @@ fetch is noticed.
 The other columns of the rows loaded are kept as an Arrow table (a few MB at 10,000 rows), so
 a search needs no LanceDB call at all for them; the rows this process writes are appended to it
 from the Arrow table it commits. Rows rewritten by LanceDB itself (an update's SQL values) are
-fetched from LanceDB once and then kept as records, until a commit touches them again.
+fetched from LanceDB once and then kept as records, until a commit touches them again; except
+recall's access counts, which rewrite only the access columns, whose new values the commit says:
+the copy lays them over its summary (`Snapshot.accessed`) and keeps every other column. Each pause
+of a session writes them, so losing those rows made the recalls after it read them from LanceDB
+(docs/BENCHMARKS.md, 45, round seven).
 """
 
 from __future__ import annotations
@@ -25,8 +29,9 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -70,6 +75,11 @@ class Change:
     rows: pa.Table | None = None
     removed: Sequence[str] = ()
     moved: Sequence[str] = ()
+    # What the moved rows' access columns now hold (recall's access counts are what moves rows):
+    # per id (access_count, last_accessed), or for every moved id its count plus `counted[0]`,
+    # stamped `counted[1]`. Neither: the moved rows' columns are unknown to the copy.
+    accesses: Mapping[str, tuple[int, datetime]] | None = None
+    counted: tuple[int, datetime] | None = None
 
 
 @dataclass(frozen=True)
@@ -91,6 +101,9 @@ class Snapshot:
     summary: pa.Table  # the non-vector columns of rows [0, loaded) as of the load, and of rows this process wrote since
     current_summary: np.ndarray  # bool, length n: the row's summary is still what LanceDB holds
     load: int = 0  # which load of the copy this is: snapshots of one load share rows [0, n) (appends only)
+    # row -> (access_count, last_accessed) LanceDB holds where the summary's are older (the row's
+    # other columns are still the summary's): laid over the records built from it
+    accessed: Mapping[int, tuple[int, datetime]] = field(default_factory=dict)
 
 
 class ExactIndex:
@@ -256,7 +269,7 @@ class ExactIndex:
             for memory_id in [*change.removed, *(w.id for w in change.written), *change.moved]:
                 self._records.pop(memory_id, None)
             snap = _without(snap, [*change.removed, *(w.id for w in change.written)])
-            snap = _moved(snap, change.moved)
+            snap = _moved(snap, change)
             if change.written:
                 if len(snap.positions) + len(change.written) > self.max_rows:
                     self._drop()
@@ -441,18 +454,34 @@ def _without(snap: Snapshot, ids: Sequence[str]) -> Snapshot:
     return replace(snap, alive=alive, positions=positions)
 
 
-def _moved(snap: Snapshot, ids: Sequence[str]) -> Snapshot:
-    """The snapshot after LanceDB rewrote these ids' rows in place: same vector, new row address, and
-    columns the copy's summary no longer holds."""
-    if not ids:
+def _moved(snap: Snapshot, change: Change) -> Snapshot:
+    """The snapshot after LanceDB rewrote the change's moved rows in place: same vector, new row
+    address. Where the change says what their access columns now hold and the copy holds every
+    other column, those values are laid over the summary; elsewhere the summary no longer holds
+    the row's columns."""
+    if not change.moved:
         return snap
     addresses, current_summary = snap.addresses.copy(), snap.current_summary.copy()
-    for memory_id in ids:
-        row = snap.positions.get(memory_id)
-        if row is not None:
-            addresses[row] = UNKNOWN
+    pairs = [(i, snap.positions[i]) for i in change.moved if i in snap.positions]
+    rows = [row for _, row in pairs]
+    accessed = dict(snap.accessed)
+    values: dict[int, tuple[int, datetime]] = {}
+    if change.accesses is not None:
+        values = {row: change.accesses[i] for i, row in pairs if i in change.accesses}
+    elif change.counted is not None:
+        added, when = change.counted
+        held = [row for row in rows if current_summary[row]]
+        before = pc.take(snap.summary.column("access_count"), pa.array(held, pa.int64())).to_pylist() if held else []
+        for row, count in zip(held, before, strict=True):
+            values[row] = ((accessed[row][0] if row in accessed else count or 0) + added, when)
+    for row in rows:
+        addresses[row] = UNKNOWN
+        if row in values and current_summary[row]:
+            accessed[row] = values[row]
+        else:
+            accessed.pop(row, None)
             current_summary[row] = False
-    return replace(snap, addresses=addresses, current_summary=current_summary)
+    return replace(snap, addresses=addresses, current_summary=current_summary, accessed=accessed)
 
 
 def _columns_of(written: Sequence[Written], namespace_code, session_code) -> dict[str, np.ndarray]:

@@ -184,6 +184,9 @@ class ExactSearch:
         # Copies, so a caller changing a record (its tags and metadata too) never changes the kept
         # one. The copy's vectors are the stored ones (the same float32 values).
         out = [_own_copy(by_id[i]) for i in wanted]
+        for record, row in zip(out, rows, strict=True):
+            if row in snap.accessed:  # recall's access counts, written since the summary's
+                record.access_count, record.last_accessed = snap.accessed[row]
         if with_vectors:
             for record, row in zip(out, rows, strict=True):
                 record.vector = snap.vectors[row].copy()

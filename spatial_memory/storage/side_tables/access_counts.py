@@ -90,7 +90,7 @@ class AccessCounts:
             self._writer.commit(
                 "recording accesses failed",
                 lambda w=where, v=values: self._table.handle.update(where=w, values_sql=v),
-                change=Change(moved=ids),
+                change=Change(moved=ids, counted=(n, when)),
             )
 
     def _into_ledger(self, counts: dict[str, int], when: datetime) -> None:
@@ -127,7 +127,7 @@ class AccessCounts:
             self._writer.commit(
                 "writing access counts failed, nothing was changed",
                 lambda: self._table.handle.merge_insert("id").when_matched_update_all().execute(data),
-                change=Change(moved=ids),
+                change=Change(moved=ids, accesses={i: (entries[i].count, entries[i].last) for i in ids}),
             )
             self.forget(ids)
 
