@@ -183,3 +183,59 @@ def test_a_compaction_that_may_wait_for_the_pause_runs_once_the_writes_pause():
         assert wait_for(lambda: store.compactions == 1, timeout=2)
     finally:
         upkeep.stop()
+
+
+class CompactingStore(FakeStore):
+    """Compaction always due; writing the accesses lets a call start meanwhile."""
+
+    def __init__(self, upkeep_of) -> None:
+        super().__init__()
+        self.compactions: list[float] = []
+        self._upkeep_of = upkeep_of
+
+    def record_access(self, counts):
+        super().record_access(counts)
+        self._upkeep_of().call_started()  # a request arrives while the accesses are written
+
+    def needs_compaction(self):
+        return True
+
+    def compact(self):
+        self.compactions.append(time.monotonic())
+
+
+def test_a_compaction_waits_for_calls_that_came_while_the_accesses_were_written():
+    """A pass begun in a pause writes the accesses, then finds calls running again: the compaction
+    after it waits for the next pause (beside recalls it moved the table's version under them)."""
+    upkeep: Upkeep | None = None
+    store = CompactingStore(lambda: upkeep)
+    upkeep = make_upkeep(store)
+    upkeep.QUIET_SECONDS = 0.05
+    upkeep.start()
+    try:
+        upkeep.record_access(["a"])
+        assert wait_for(lambda: store.flushed == [{"a": 1}])
+        time.sleep(0.3)
+        assert store.compactions == []  # the call that came is still running
+        finished = time.monotonic()
+        upkeep.call_finished()
+        assert wait_for(lambda: len(store.compactions) >= 1)
+        assert store.compactions[0] - finished >= upkeep.QUIET_SECONDS
+    finally:
+        upkeep.stop()
+
+
+def test_a_compaction_waits_for_calls_no_longer_than_the_deadline():
+    upkeep: Upkeep | None = None
+    store = CompactingStore(lambda: upkeep)
+    upkeep = make_upkeep(store)
+    upkeep.QUIET_SECONDS = 0.05
+    upkeep.MAX_DEFER_SECONDS = 0.5
+    upkeep.start()
+    try:
+        upkeep.record_access(["a"])  # then calls never pause
+        assert wait_for(lambda: store.flushed == [{"a": 1}])
+        upkeep.record_access(["b"])  # the next pass is due by the deadline alone
+        assert wait_for(lambda: len(store.compactions) >= 1, timeout=5)
+    finally:
+        upkeep.stop()

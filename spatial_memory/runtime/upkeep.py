@@ -45,7 +45,10 @@ class Upkeep:
     commit per query; compaction keeps fragment counts (and so search latency) low.
     Writing the access counts rewrites rows and takes the CPU for a few hundred ms, so it
     waits for a pause between requests (QUIET_SECONDS) - or, under load that never
-    pauses, for at most MAX_DEFER_SECONDS. Writes poke the thread to run at once.
+    pauses, for at most MAX_DEFER_SECONDS. A compaction after them waits again if calls came
+    meanwhile (as long again at most): one running beside recalls moved the table's version under
+    them, and each reloaded the exact copy (docs/BENCHMARKS.md, 45, round seven). Writes poke the
+    thread to run at once.
     """
 
     QUIET_SECONDS = 0.25
@@ -78,6 +81,7 @@ class Upkeep:
         self._calls_running = 0
         self._last_call = 0.0
         self._compaction_waits = False  # a compaction due waits for a pause in a burst of writes
+        self._compaction_deferred_since: float | None = None  # a pass left it for the next pause
         self.last_error: str | None = None  # of the last pass (health reports it)
 
     def record_access(self, ids: Iterable[str]) -> None:
@@ -152,7 +156,7 @@ class Upkeep:
                 break
             poked, self._poked = self._poked, False
             if poked or self._may_run_now():
-                self.run_once()
+                self.run_once(beside_calls=poked)
             elif self._compaction_waits:
                 self._guarded(self._compact_when_due)
 
@@ -173,10 +177,13 @@ class Upkeep:
         if purged:
             log.info("upkeep: %d expired memories purged", len(purged))
 
-    def run_once(self, *, compact: bool = True) -> None:
-        self._guarded(lambda: self._pass(compact))
+    def run_once(self, *, compact: bool = True, beside_calls: bool = True) -> None:
+        """One pass: accesses and co-recall links written, expired memories purged, then (with
+        `compact`) a compaction if one is due; unless `beside_calls`, that compaction waits while
+        calls run (MAX_DEFER_SECONDS at most)."""
+        self._guarded(lambda: self._pass(compact, beside_calls))
 
-    def _pass(self, compact: bool) -> None:
+    def _pass(self, compact: bool, beside_calls: bool = True) -> None:
         store = self._store()
         # One access write at a time, so a flush waits for counts the thread has taken but
         # not yet written. Compaction stays outside: an index rebuild it starts can take
@@ -191,10 +198,25 @@ class Upkeep:
             if pairs and not store.read_only:
                 store.record_co_recall(dict(pairs), self._clock())
         self._purge(store)
-        if compact:
+        if compact and (beside_calls or self._may_compact_now()):
             self._compact_when_due()
         else:
             store.refresh_exact()
+
+    def _may_compact_now(self) -> bool:
+        """No call runs or ran within QUIET_SECONDS, or a compaction was left for a pause
+        MAX_DEFER_SECONDS ago already."""
+        with self._lock:
+            now = time.monotonic()
+            if self._calls_running == 0 and now - self._last_call >= self.QUIET_SECONDS:
+                self._compaction_deferred_since = None
+                return True
+            if self._compaction_deferred_since is None:
+                self._compaction_deferred_since = now
+            if now - self._compaction_deferred_since >= self.MAX_DEFER_SECONDS:
+                self._compaction_deferred_since = None
+                return True
+            return False
 
     def _compact_when_due(self) -> None:
         """Compact if the store needs it, unless the compaction may wait for the pause after a burst
