@@ -305,6 +305,35 @@ def test_compaction_keeps_the_copy_and_upkeep_finds_rewritten_rows(tmp_path, mon
     assert loads == []
 
 
+def test_searches_during_a_compaction_keep_the_copy(tmp_path, monkeypatch):
+    """A search while this process compacts (its optimize has committed a version, the compaction
+    has not ended) answers from the copy, exactly, and the copy is not reloaded then or after."""
+    from spatial_memory.storage.table.maintenance import Maintenance
+
+    rng = np.random.default_rng(17)
+    store = MemoryStore(tmp_path / "db", "m", DIM, compact_fragment_threshold=1000, version_retention_seconds=0)
+    for _ in range(6):
+        store.add([record(rng, str(rng.choice(["a", "b"]))) for _ in range(10)])
+    store.search(record(rng).vector, 3)  # loads the copy
+    loads, midway = [], []
+    original_load, original_optimize = store.exact.index.load, Maintenance.optimize
+    monkeypatch.setattr(store.exact.index, "load", lambda *a, **k: loads.append(1) or original_load(*a, **k))
+
+    def optimize(self, *args, **kwargs):
+        original_optimize(self, *args, **kwargs)
+        query = record(rng).vector
+        midway.append(([h.record.id for h in store.search(query, 5)], lance_answer(tmp_path / "db", query, 5, None)))
+
+    monkeypatch.setattr(Maintenance, "optimize", optimize)
+    before = store.version
+    store.compact()
+    assert store.version != before and midway
+    for found, expected in midway:
+        assert found == [i for i, _ in expected]
+    assert_same(store, tmp_path / "db", rng, ["a", "b"])
+    assert loads == []
+
+
 def test_rows_rewritten_in_bulk_are_read_at_their_looked_up_addresses(tmp_path, monkeypatch):
     """Past RESOLVE_BY_ID_MAX rows LanceDB rewrote without the copy being told their columns, upkeep
     looks up their addresses with one scan of the id column (keeping no record), and reads then take

@@ -29,7 +29,8 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -118,6 +119,7 @@ class ExactIndex:
         self._one_blas_thread = OneBlasThread()
         self._product = SplitProduct(product_helpers())
         self._int8_rows = Int8Rows()  # read first by top (int8_rows.py)
+        self._compactions = 0  # this process's compactions under way (`compacting`)
         # The copy's known addresses sorted, and their rows, for the snapshot's addresses array
         # they were built from (`rows_at`): built once per change of the addresses.
         self._by_address: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
@@ -128,8 +130,11 @@ class ExactIndex:
         return self._snapshot is not None
 
     def current(self, version: int) -> Snapshot | None:
+        """The copy if it is at `version`, or if this process is compacting the table (`compacting`):
+        the versions a compaction commits hold the same rows, and `rebased` moves the copy to the
+        last of them."""
         snap = self._snapshot
-        return snap if snap is not None and snap.version == version else None
+        return snap if snap is not None and (snap.version == version or self._compactions > 0) else None
 
     def load(self, table: pa.Table, version: int) -> Snapshot | None:
         """Build the copy from a scan of every column and _rowid taken at `version`."""
@@ -305,6 +310,20 @@ class ExactIndex:
             addresses=np.concatenate([snap.addresses, np.full(m, UNKNOWN, dtype=np.int64)]),
             **grown,
         )
+
+    @contextmanager
+    def compacting(self) -> Iterator[None]:
+        """While this process compacts the table (under its write lock: no other commit lands),
+        searches keep the copy: one that reloaded it at a version the compaction committed midway
+        made `rebased` drop it again, two reloads of every row beside the requests (docs/BENCHMARKS.md,
+        45, round seven)."""
+        with self._lock:
+            self._compactions += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._compactions -= 1
 
     def rebased(self, before: int, after: int) -> None:
         """This process compacted the table from `before` to `after`: the same rows with the same

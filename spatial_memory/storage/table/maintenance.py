@@ -120,7 +120,7 @@ class Maintenance:
         cutoff is moved back to spare every version superseded less than the retention period
         ago (`_cleanup_age`): a read started on any recent version always finds its files.
         """
-        with self._writer.lock:
+        with self._writer.lock, self._exact.compacting():
             before = self._table.newest_version
             try:
                 # optimize() also folds rows written since the last run into the full-text index.
