@@ -187,8 +187,7 @@ class ExactSearch:
         for record, row in zip(out, rows, strict=True):
             if row in snap.accessed:  # recall's access counts, written since the summary's
                 record.access_count, record.last_accessed = snap.accessed[row]
-        if with_vectors:
-            for record, row in zip(out, rows, strict=True):
+            if with_vectors:
                 record.vector = snap.vectors[row].copy()
         return out
 
