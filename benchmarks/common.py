@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import statistics
@@ -141,7 +142,14 @@ def machine() -> dict[str, Any]:
 
 # A typical latency-section query (short_texts' kind, 22 tokens).
 PROBE_QUERY = "The mobile app was rewritten for gRPC streaming until further notice. (note 0)"
-_probe_model: list[Any] = []
+
+
+@functools.cache
+def _probe_model(models: Path) -> Any:
+    from spatial_memory.embeddings.onnx_encoder import OnnxSentenceEncoder, bundled_model_dir
+    from spatial_memory.embeddings.router import NEW_STORE_PATH
+
+    return OnnxSentenceEncoder(bundled_model_dir(), models, precision=NEW_STORE_PATH)
 
 
 def host_probe_ms(models: Path, runs: int = 200) -> float:
@@ -149,12 +157,7 @@ def host_probe_ms(models: Path, runs: int = 200) -> float:
     embedding PROBE_QUERY in this process, warm, in ms. Shared hosts swing by a third within
     minutes, and every latency scales with them: a figure read beside its probe can be compared
     with one taken at another moment."""
-    if not _probe_model:
-        from spatial_memory.embeddings.onnx_encoder import OnnxSentenceEncoder, bundled_model_dir
-        from spatial_memory.embeddings.router import NEW_STORE_PATH
-
-        _probe_model.append(OnnxSentenceEncoder(bundled_model_dir(), models, precision=NEW_STORE_PATH))
-    model = _probe_model[0]
+    model = _probe_model(models)
     for _ in range(20):
         model.encode([PROBE_QUERY])
     samples = []
