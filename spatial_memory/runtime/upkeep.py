@@ -112,12 +112,15 @@ class Upkeep:
             self._calls_running -= 1
             self._last_call = time.monotonic()
 
+    def _quiet(self, now: float) -> bool:  # under self._lock
+        """No call runs, and none ended within QUIET_SECONDS."""
+        return self._calls_running == 0 and now - self._last_call >= self.QUIET_SECONDS
+
     def _may_run_now(self) -> bool:
         with self._lock:
             now = time.monotonic()
-            quiet = self._calls_running == 0 and now - self._last_call >= self.QUIET_SECONDS
             overdue = self._pending_since is not None and now - self._pending_since >= self.MAX_DEFER_SECONDS
-            return quiet or overdue
+            return self._quiet(now) or overdue
 
     @property
     def running(self) -> bool:
@@ -208,7 +211,7 @@ class Upkeep:
         MAX_DEFER_SECONDS ago already."""
         with self._lock:
             now = time.monotonic()
-            if self._calls_running == 0 and now - self._last_call >= self.QUIET_SECONDS:
+            if self._quiet(now):
                 self._compaction_deferred_since = None
                 return True
             if self._compaction_deferred_since is None:
